@@ -1,0 +1,1 @@
+"""Reusable test helpers for qkcore users and its own suite (hypothesis strategies)."""

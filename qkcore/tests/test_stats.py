@@ -1,0 +1,149 @@
+"""The statistics against cases whose answer is known in closed form."""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+import pytest
+import scipy.stats
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qkcore import QKError
+from qkcore.stats import (
+    benjamini_hochberg,
+    exact_permutation_test,
+    hodges_lehmann_shift,
+    layer_clustered_bootstrap_ci,
+    mann_whitney_exact,
+    ols_residuals,
+    partial_spearman,
+    percentile_rank,
+    rank_biserial,
+)
+
+distinct_samples = st.lists(
+    st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=30, unique=True
+)
+
+
+def test_percentile_rank_r_over_n_with_ties_averaged():
+    np.testing.assert_allclose(percentile_rank([3.0, 1.0, 2.0, 2.0]), [1.0, 0.25, 0.625, 0.625])
+
+
+@given(distinct_samples)
+def test_percentile_rank_of_distinct_values_is_a_permutation_of_i_over_n(values):
+    n = len(values)
+    np.testing.assert_allclose(np.sort(percentile_rank(values)), np.arange(1, n + 1) / n)
+
+
+def test_percentile_rank_rejects_nan_and_empty():
+    with pytest.raises(QKError, match="NaN"):
+        percentile_rank([1.0, np.nan])
+    with pytest.raises(QKError, match="non-empty"):
+        percentile_rank([])
+
+
+def test_exact_permutation_top_three_of_seven_gives_one_over_35():
+    """S6c's arithmetic: 3 groups at the top of 7 is the most extreme of C(7,3) = 35 labellings."""
+    values = [0.89, 0.85, 0.79, 0.21, 0.23, 0.14, 0.26]
+    observed, p = exact_permutation_test(values, [True] * 3 + [False] * 4)
+    assert p == pytest.approx(1 / comb(7, 3))
+    assert observed == pytest.approx(np.mean(values[:3]) - np.mean(values[3:]))
+
+
+def test_exact_permutation_counts_ties_as_extreme():
+    _, p = exact_permutation_test([1.0, 1.0, 1.0, 1.0], [True, True, False, False])
+    assert p == 1.0
+
+
+@given(st.integers(1, 6), st.integers(1, 6))
+def test_mann_whitney_complete_separation_p_is_one_over_binomial(m, n):
+    """All x above all y: the one-sided exact p is 1 / C(m + n, m) (one extreme arrangement)."""
+    x = np.arange(m) + 100.0
+    y = np.arange(n, dtype=float)
+    u, p = mann_whitney_exact(x, y, alternative="greater")
+    assert u == m * n
+    assert p == pytest.approx(1 / comb(m + n, m))
+
+
+def test_mann_whitney_refuses_ties():
+    with pytest.raises(QKError, match="ties"):
+        mann_whitney_exact([1.0, 2.0], [2.0, 3.0])
+
+
+def test_benjamini_hochberg_by_hand():
+    p = [0.01, 0.04, 0.03, 0.005]
+    # sorted: .005 .01 .03 .04 -> *4/rank: .02 .02 .04 .04 -> cumulative min from the top
+    np.testing.assert_allclose(benjamini_hochberg(p), [0.02, 0.04, 0.04, 0.02])
+
+
+def test_benjamini_hochberg_rejects_bad_p():
+    with pytest.raises(QKError, match=r"\[0, 1\]"):
+        benjamini_hochberg([0.5, 1.5])
+
+
+@given(st.integers(0, 2**32 - 1))
+def test_ols_residuals_are_orthogonal_to_the_design(seed):
+    rng = np.random.default_rng(seed)
+    controls = rng.standard_normal((40, 2))
+    r = ols_residuals(rng.standard_normal(40), controls)
+    design = np.column_stack([np.ones(40), controls])
+    np.testing.assert_allclose(design.T @ r, 0.0, atol=1e-10)
+
+
+def test_partial_spearman_ignores_anything_linear_in_the_controls():
+    """Adding any linear function of the controls to x or y leaves the partial rho unchanged."""
+    rng = np.random.default_rng(4)
+    z = rng.standard_normal((80, 2))
+    x, y = rng.standard_normal((2, 80))
+    y = y + 0.5 * x
+    base = partial_spearman(x, y, z)
+    shifted = partial_spearman(x + z @ [3.0, -2.0] + 1.0, y - 5 * z[:, 0], z)
+    assert shifted.rho == pytest.approx(base.rho, abs=1e-12)
+    assert base.rho > 0.2 and base.n == 80
+
+
+def test_partial_spearman_removes_a_confounder():
+    """x and y both driven by z: raw Spearman is large, the partial one is near zero."""
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal(400)
+    x = z + 0.3 * rng.standard_normal(400)
+    y = z + 0.3 * rng.standard_normal(400)
+    assert scipy.stats.spearmanr(x, y)[0] > 0.8
+    assert abs(partial_spearman(x, y, z).rho) < 0.15
+
+
+def test_hodges_lehmann_recovers_a_pure_shift():
+    x = np.array([600.0, 610.0, 590.0, 620.0, 580.0])
+    assert hodges_lehmann_shift(x, x + 1200) == 1200.0
+
+
+@given(distinct_samples, st.floats(1e7, 1e8))
+def test_rank_biserial_extremes(x, offset):
+    x = np.array(x)
+    assert rank_biserial(x + offset, x) == 1.0
+    assert rank_biserial(x, x + offset) == -1.0
+
+
+def test_rank_biserial_agrees_with_mann_whitney_u():
+    x, y = [1.0, 4.0, 6.0], [2.0, 3.0, 5.0, 7.0]
+    u, _ = mann_whitney_exact(x, y)
+    assert rank_biserial(x, y) == pytest.approx(2 * u / 12 - 1)
+
+
+def test_layer_clustered_bootstrap_resamples_whole_layers():
+    """Rows within a layer are identical, so a cluster bootstrap of the mean varies only with
+    the layer means; a CI of a constant statistic collapses to the constant."""
+    layers = np.repeat(np.arange(6), 4)
+    values = layers.astype(float)
+    lo, hi = layer_clustered_bootstrap_ci(lambda idx: values[idx].mean(), 24, layers, seed=1)
+    assert 0.0 <= lo < 2.5 < hi <= 5.0
+    lo, hi = layer_clustered_bootstrap_ci(lambda idx: 1.0, 24, layers)
+    assert lo == hi == 1.0
+
+
+def test_layer_clustered_bootstrap_checks_cluster_shape():
+    with pytest.raises(QKError, match="clusters must have shape"):
+        layer_clustered_bootstrap_ci(lambda idx: 0.0, 5, np.zeros(4))
