@@ -111,9 +111,7 @@ def singular_values(ops: QKFactors) -> np.ndarray:
     With thin QRs ``A = Q_A R_A``, ``B = Q_B R_B``: ``M = Q_A (R_A R_B^T) Q_B^T``, so M's
     singular values are those of the k x k ``R_A R_B^T``.
     """
-    R_A = np.linalg.qr(ops.A, mode="r")
-    R_B = np.linalg.qr(ops.B, mode="r")
-    return np.linalg.svd(R_A @ np.swapaxes(R_B, -1, -2), compute_uv=False)
+    return np.linalg.svd(ops.r_q @ np.swapaxes(ops.r_k, -1, -2), compute_uv=False)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from .errors import QKError
+from .linalg import qr_r
 
 __all__ = ["QKFactors", "centre_factor", "head_label"]
 
@@ -155,6 +156,16 @@ class QKFactors:
         Identity: if ``K v = lambda v`` then ``M (A v) = A (B^T A) v = lambda (A v)``.
         """
         return np.swapaxes(self.B, -1, -2) @ self.A
+
+    @cached_property
+    def r_q(self) -> np.ndarray:
+        """``R_A`` of the thin QR ``A = Q_A R_A``: ``[..., k, k]``."""
+        return qr_r(self.A)
+
+    @cached_property
+    def r_k(self) -> np.ndarray:
+        """``R_B`` of the thin QR ``B = Q_B R_B``: ``[..., k, k]``."""
+        return qr_r(self.B)
 
     @cached_property
     def frobenius_sq(self) -> np.ndarray:

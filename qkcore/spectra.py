@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from .linalg import qr_r
 from .operators import QKFactors
 
 __all__ = [
@@ -156,8 +157,7 @@ def symmetric_eigenvalues(ops: QKFactors) -> np.ndarray:
     ``M_S = U J U^T`` with ``U = [A, B]``; with ``U = Q R`` (thin QR, Q orthonormal) the
     nonzero spectrum of ``M_S`` is that of the 2k x 2k symmetric ``R J R^T``.
     """
-    U = np.concatenate([ops.A, ops.B], axis=-1)
-    R = np.linalg.qr(U, mode="r")
+    R = qr_r(np.concatenate([ops.A, ops.B], axis=-1))
     k = ops.k
     # R J R^T with J = [[0, I], [I, 0]]/2 is the symmetrised R[:, :k] R[:, k:]^T.
     cross = R[..., :, :k] @ np.swapaxes(R[..., :, k:], -1, -2)
@@ -173,22 +173,29 @@ def content_pos_frac(ops: QKFactors) -> np.ndarray:
 def cond_eig(ops: QKFactors) -> np.ndarray:
     """2-norm condition number of M's unit-norm eigenvector matrix on its nonzero spectrum.
 
-    Right eigenvectors of M for nonzero eigenvalues are ``A v`` with ``K v = lambda v``;
+    Right eigenvectors of M for nonzero eigenvalues are ``x = A v`` with ``K v = lambda v``;
     ``kappa([x_1/|x_1|, ..., x_r/|x_r|])`` (r nonzero eigenvalues) is 1 exactly when those
-    eigenvectors are orthogonal, and is gauge invariant because ``A v`` is. A defective
-    (numerically) eigenvalue gives a huge or infinite value: the non-normality flag.
+    eigenvectors are orthogonal, and is gauge invariant because ``A v`` is. With ``A = Q R``
+    (Q orthonormal), ``kappa(A V D^{-1}) = kappa(R V D^{-1})``: a k x k problem. A
+    (numerically) defective eigenvalue gives a huge or infinite value: the non-normality flag.
     """
     lam, V = np.linalg.eig(ops.core)
-    X = ops.A.astype(np.complex128) @ V
+    X = ops.r_q.astype(np.complex128) @ V
     X = X / np.linalg.norm(X, axis=-2, keepdims=True)
     radius = np.abs(lam).max(axis=-1, keepdims=True)
     nonzero = np.abs(lam) > _ZERO_EIG_RTOL * radius
+    if nonzero.all():
+        return _condition_number(np.linalg.svd(X, compute_uv=False))
     out = np.empty(ops.batch_shape)
     for idx in np.ndindex(*ops.batch_shape):
-        cols = X[idx][:, nonzero[idx]]
-        s = np.linalg.svd(cols, compute_uv=False)
-        out[idx] = s[0] / s[-1] if s[-1] > 0 else np.inf
+        out[idx] = _condition_number(np.linalg.svd(X[idx][:, nonzero[idx]], compute_uv=False))
     return out
+
+
+def _condition_number(singular_values: np.ndarray) -> np.ndarray:
+    smallest = singular_values[..., -1]
+    with np.errstate(divide="ignore"):
+        return np.where(smallest > 0, singular_values[..., 0] / smallest, np.inf)
 
 
 def schur_angles(ops: QKFactors) -> np.ndarray:
@@ -252,7 +259,8 @@ def dense_metrics(ops: QKFactors) -> dict[str, np.ndarray]:
     cond = np.empty(ops.batch_shape)
     for idx in np.ndindex(*ops.batch_shape):
         cols = vec[idx][:, nonzero[idx]]
-        s = np.linalg.svd(cols / np.linalg.norm(cols, axis=0), compute_uv=False)
-        cond[idx] = s[0] / s[-1] if s[-1] > 0 else np.inf
+        cond[idx] = _condition_number(
+            np.linalg.svd(cols / np.linalg.norm(cols, axis=0), compute_uv=False)
+        )
     out["cond_eig"] = cond
     return {name: out[name] for name in METRICS}

