@@ -82,18 +82,24 @@ def dense_eig_per_head(ops: QKFactors, n_heads: int) -> float:
 
 def run(shape: Shape, n_draws: int, null_heads: int | None, dense_heads: int, naive_heads: int):
     n_heads = shape.layers * shape.heads
-    print(f"\n== {shape.name}: {shape.layers}x{shape.heads} heads, d={shape.d}, k={shape.k}, "
-          f"GQA {shape.heads // shape.kv_heads}, centred={shape.centre}")
+    print(
+        f"\n== {shape.name}: {shape.layers}x{shape.heads} heads, d={shape.d}, k={shape.k}, "
+        f"GQA {shape.heads // shape.kv_heads}, centred={shape.centre}"
+    )
     ops, t_build = timed(random_model, shape)
     print(f"build factors (float64): {t_build:.2f} s")
-    metrics, t_metrics = timed(spectral_metrics, ops)
+    _, t_metrics = timed(spectral_metrics, ops)
     _, t_schur = timed(schur_angles, ops)
     print(f"core metrics, all {n_heads} heads: {t_metrics:.2f} s; schur angles: {t_schur:.2f} s")
 
-    subset = ops if null_heads is None else QKFactors(
-        ops.A.reshape(-1, ops.d, ops.k)[:null_heads],
-        ops.B.reshape(-1, ops.d, ops.k)[:null_heads],
-        centred=ops.centred,
+    subset = (
+        ops
+        if null_heads is None
+        else QKFactors(
+            ops.A.reshape(-1, ops.d, ops.k)[:null_heads],
+            ops.B.reshape(-1, ops.d, ops.k)[:null_heads],
+            centred=ops.centred,
+        )
     )
     measured = n_heads if null_heads is None else null_heads
     _, t_null = timed(matched_sigma_null, subset, n_draws=n_draws, seed=0)
@@ -105,9 +111,11 @@ def run(shape: Shape, n_draws: int, null_heads: int | None, dense_heads: int, na
 
     per_head_core = (t_metrics + t_schur) / n_heads
     t_dense = dense_eig_per_head(ops, dense_heads)
-    print(f"dense d x d eig: {t_dense * 1e3:.1f} ms/head (measured on {dense_heads} heads); "
-          f"core metrics+schur: {per_head_core * 1e3:.2f} ms/head; "
-          f"ratio dense/core = {t_dense / per_head_core:.0f}x")
+    print(
+        f"dense d x d eig: {t_dense * 1e3:.1f} ms/head (measured on {dense_heads} heads); "
+        f"core metrics+schur: {per_head_core * 1e3:.2f} ms/head; "
+        f"ratio dense/core = {t_dense / per_head_core:.0f}x"
+    )
 
     naive_subset = QKFactors(
         ops.A.reshape(-1, ops.d, ops.k)[:naive_heads],
@@ -116,9 +124,11 @@ def run(shape: Shape, n_draws: int, null_heads: int | None, dense_heads: int, na
     )
     _, t_naive = timed(naive_null, naive_subset, n_draws, 1)
     _, t_fast = timed(matched_sigma_null, naive_subset, n_draws=n_draws, seed=0, workers=1)
-    print(f"naive null (fresh QR frames per draw per head): {t_naive / naive_heads:.2f} s/head; "
-          f"shared-overlap null (1 thread): {t_fast / naive_heads:.2f} s/head; "
-          f"ratio = {t_naive / t_fast:.1f}x (measured on {naive_heads} heads)")
+    print(
+        f"naive null (fresh QR frames per draw per head): {t_naive / naive_heads:.2f} s/head; "
+        f"shared-overlap null (1 thread): {t_fast / naive_heads:.2f} s/head; "
+        f"ratio = {t_naive / t_fast:.1f}x (measured on {naive_heads} heads)"
+    )
     return total
 
 
