@@ -12,6 +12,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# The claims plugin (marker, recorder, report, baseline) and pytester for the plugin's own tests.
+pytest_plugins = ["qkcore.plugin", "pytester"]
+
 settings.register_profile(
     "dev", deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow]
 )

@@ -8,7 +8,6 @@ OpenBLAS path on [144, 768, 128] stacks. Inputs and outputs stay float64 numpy a
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 __all__ = ["qr_r"]
 
@@ -19,5 +18,7 @@ def qr_r(X: np.ndarray) -> np.ndarray:
     R is unique up to the signs of its rows, which no caller depends on (they use ``R^T R``,
     ``R J R^T`` or singular values).
     """
+    import torch  # deferred: importing torch costs seconds, and the pytest plugin imports qkcore
+
     X = np.ascontiguousarray(X, dtype=np.float64)
     return torch.linalg.qr(torch.from_numpy(X), mode="r")[1].numpy()

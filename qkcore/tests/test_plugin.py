@@ -1,0 +1,186 @@
+"""The claims plugin, driven through pytester in subprocesses (as a user or CI would run it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+CLAIM_TESTS = '''
+import pytest
+from qkcore.evidence import EvidenceRef, evidence_params
+
+REFS = [
+    EvidenceRef("paper", "gpt2", "ape"),
+    EvidenceRef("paper", "pythia-410m", "rope-partial"),
+    EvidenceRef("toy", "alibi-s0", "alibi"),
+]
+VALUES = {"paper:gpt2": 0.21, "paper:pythia-410m": 0.89, "toy:alibi-s0": 0.95}
+
+
+@pytest.mark.claim("S6a", section="6", statement="strongest prev heads are rotational")
+@pytest.mark.parametrize("ref", evidence_params(REFS))
+def test_rotational(ref, claim_record):
+    """Median D_head percentile of the top-5 prev heads >= 0.8."""
+    value = claim_record.measure("median pct", VALUES[ref.evidence_id], paper=0.89,
+                                 comparison=">= 0.8", n=5)
+    claim_record.plot("pct by scheme", ref.family, ref.family, value, kind="strip")
+    assert value >= 0.8
+
+
+@pytest.mark.claim("F4", section="3", statement="null")
+def test_unavailable(claim_record):
+    pytest.skip("paper data not found: set QK_PAPER_DATA")
+'''
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "qkcore.plugin", "-p", "no:cacheprovider", *args)
+
+
+def report(pytester: pytest.Pytester) -> dict:
+    return json.loads((pytester.path / "reports/latest/claims.json").read_text())
+
+
+def verdicts(pytester: pytest.Pytester) -> dict[str, str]:
+    return {r["nodeid"]: r["verdict"] for r in report(pytester)["results"]}
+
+
+def test_marker_recorder_and_report(pytester: pytest.Pytester):
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    result = run(pytester)
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    data = report(pytester)
+    assert data["schema"] == "qk-claims/1"
+    assert set(data["environment"]) >= {"python", "torch", "transformer_lens", "platform"}
+    by_evidence = {r["evidence"]: r for r in data["results"]}
+    gpt2 = by_evidence["paper:gpt2"]
+    assert gpt2["claim"] == "S6a" and gpt2["section"] == "6" and gpt2["verdict"] == "refuted"
+    assert gpt2["measurements"] == [
+        {
+            "name": "median pct",
+            "value": 0.21,
+            "paper": 0.89,
+            "comparison": ">= 0.8",
+            "n": 5,
+            "unit": None,
+        }
+    ]
+    assert by_evidence["paper:pythia-410m"]["verdict"] == "supported"
+    skipped = next(r for r in data["results"] if r["claim"] == "F4")
+    assert skipped["verdict"] == "skipped" and "QK_PAPER_DATA" in skipped["reason"]
+    md = (pytester.path / "reports/latest/claims.md").read_text()
+    assert "| S6a | paper:gpt2 | **refuted** | median pct = 0.21 (paper 0.89) [>= 0.8] n=5 |" in md
+    html = (pytester.path / "reports/latest/claims.html").read_text()
+    assert "data:image/png;base64," in html and "pct by scheme" in html
+    result.stdout.fnmatch_lines(["*claims*", "S6a*2 supported, 1 refuted*", "report: *claims.json"])
+
+
+def test_keyword_selection_by_scheme_and_kind(pytester: pytest.Pytester):
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    run(pytester, "-k", "rope").assert_outcomes(passed=1)  # paper:pythia-410m is RoPE
+    run(pytester, "-k", "paper").assert_outcomes(passed=1, failed=1)
+    run(pytester, "-k", "alibi").assert_outcomes(passed=1)
+
+
+def test_xdist_gives_the_same_report(pytester: pytest.Pytester):
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    run(pytester, "-n", "0")
+    serial = report(pytester)["results"]
+    run(pytester, "-n", "2")
+    parallel = report(pytester)["results"]
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "duration_s"} for r in rs]  # noqa: E731
+    assert strip(serial) == strip(parallel)
+
+
+def test_baseline_known_refuted_passes_and_drift_fails(pytester: pytest.Pytester):
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    run(pytester, "--claims-update-baseline")
+    baseline = json.loads((pytester.path / "reports/baseline.json").read_text())
+    assert baseline["schema"] == "qk-baseline/1"
+    assert baseline["verdicts"]["test_claims.py::test_rotational[paper:gpt2]"] == "refuted"
+
+    known = run(pytester)
+    known.assert_outcomes(passed=2, xfailed=1, skipped=1)
+    assert known.ret == 0
+
+    # The evidence changes: gpt2 now supports the claim, alibi no longer does.
+    pytester.makepyfile(
+        test_claims=CLAIM_TESTS.replace('"paper:gpt2": 0.21', '"paper:gpt2": 0.91').replace(
+            '"toy:alibi-s0": 0.95', '"toy:alibi-s0": 0.05'
+        )
+    )
+    drift = run(pytester)
+    assert drift.ret == 1
+    drift.stdout.fnmatch_lines(
+        [
+            "VERDICT CHANGES against reports/baseline.json (2):",
+            "*test_rotational?paper:gpt2?: refuted -> supported",
+            "*test_rotational?toy:alibi-s0?: supported -> refuted",
+        ]
+    )
+
+    accepted = run(pytester, "--claims-update-baseline")
+    accepted.stdout.fnmatch_lines(["baseline rewritten: reports/baseline.json"])
+    assert run(pytester).ret == 0
+
+
+def test_new_tests_are_reported_as_new(pytester: pytest.Pytester):
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    result = run(pytester, "-k", "pythia")
+    result.stdout.fnmatch_lines(["new claim tests not in reports/baseline.json: 1"])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "is not valid JSON"),
+        ('{"schema": "other", "verdicts": {}}', "is not a 'qk-baseline/1' file"),
+        ('{"schema": "qk-baseline/1", "verdicts": {"t::x": "maybe"}}', "verdict 'maybe' of t::x"),
+    ],
+)
+def test_corrupt_baseline_is_one_clear_error(pytester: pytest.Pytester, content, message):
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    (pytester.path / "reports").mkdir()
+    (pytester.path / "reports/baseline.json").write_text(content)
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_missing_explicit_baseline(pytester: pytest.Pytester):
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    result = run(pytester, "--claims-baseline", "elsewhere.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*elsewhere.json does not exist*--claims-update-baseline*"])
+
+
+def test_claim_test_that_records_nothing_is_an_error(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        test_empty="""
+import pytest
+
+@pytest.mark.claim("S5a", section="5", statement="x")
+def test_asserts_nothing(claim_record):
+    assert True
+
+@pytest.mark.claim("S5b", section="5", statement="y")
+def test_crashes(claim_record):
+    claim_record.measure("v", 1.0)
+    raise RuntimeError("weights file truncated")
+"""
+    )
+    result = run(pytester)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*claim test recorded no measurement*"])
+    by_claim = {r["claim"]: r for r in report(pytester)["results"]}
+    assert by_claim["S5a"]["verdict"] == "error"
+    assert by_claim["S5b"]["verdict"] == "error"
+    assert "RuntimeError: weights file truncated" in by_claim["S5b"]["reason"]
+
+
+def test_non_claim_runs_write_no_report(pytester: pytest.Pytester):
+    pytester.makepyfile(test_plain="def test_x():\n    assert 1\n")
+    run(pytester).assert_outcomes(passed=1)
+    assert not (pytester.path / "reports").exists()
