@@ -31,3 +31,13 @@ settings.register_profile(
     "thorough", deadline=None, max_examples=2000, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("evidence", "evidence sources of the claims suite")
+    group.addoption(
+        "--paper-data",
+        default=None,
+        help="folder of the paper's released tables (default: $QK_PAPER_DATA); "
+        "without it the paper: tests skip",
+    )

@@ -24,7 +24,13 @@ from .errors import QKError
 __all__ = ["SCHEME_FAMILY", "EvidenceRef", "evidence_params"]
 
 #: Positional scheme tag -> the family that ``-k`` selects by (partial RoPE is RoPE).
-SCHEME_FAMILY = {"ape": "ape", "alibi": "alibi", "rope": "rope", "rope-partial": "rope"}
+SCHEME_FAMILY = {
+    "ape": "ape",
+    "alibi": "alibi",
+    "rope": "rope",
+    "rope-partial": "rope",
+    "unknown": "unknown",
+}
 _KINDS = ("paper", "weights", "toy")
 
 
@@ -61,6 +67,8 @@ def evidence_params(refs: Iterable[EvidenceRef]) -> list:
     """``pytest.param`` per reference, id ``kind:name``, marked with its kind and scheme family."""
     params = []
     for ref in refs:
-        marks = [getattr(pytest.mark, ref.kind), getattr(pytest.mark, ref.family)]
+        marks = [getattr(pytest.mark, ref.kind)]
+        if ref.family != "unknown":
+            marks.append(getattr(pytest.mark, ref.family))
         params.append(pytest.param(ref, id=ref.evidence_id, marks=marks))
     return params

@@ -97,13 +97,21 @@ class ClaimRecorder:
         """
         if kind not in ("scatter", "line", "strip"):
             raise ValueError(f"plot kind must be scatter, line or strip; got {kind!r}")
-        as_list = lambda v: [_jsonable(u) for u in v] if _is_sequence(v) else [_jsonable(v)]  # noqa: E731
+        xs = [_jsonable(u) for u in x] if _is_sequence(x) else None
+        ys = [_jsonable(u) for u in y] if _is_sequence(y) else None
+        # A scalar on one axis is repeated to match the other (one category, many values).
+        if xs is None:
+            xs = [_jsonable(x)] * (len(ys) if ys is not None else 1)
+        if ys is None:
+            ys = [_jsonable(y)] * len(xs)
+        if len(xs) != len(ys):
+            raise ValueError(f"plot {figure!r}: {len(xs)} x values but {len(ys)} y values")
         self.figures.append(
             {
                 "figure": figure,
                 "series": series,
-                "x": as_list(x),
-                "y": as_list(y),
+                "x": xs,
+                "y": ys,
                 "kind": kind,
                 "xlabel": xlabel,
                 "ylabel": ylabel,

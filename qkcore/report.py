@@ -282,12 +282,13 @@ def render_html(results: list[dict[str, Any]], baseline: dict[str, Any], created
     if figures:
         parts.append("<h2>Figures</h2>")
         for title, spec in sorted(figures.items()):
-            png = _figure_png(title, spec)
             claims = ", ".join(sorted(spec["claims"], key=_claim_key))
-            parts.append(
-                f"<div class='fig'><img alt='{esc(title)}' src='data:image/png;base64,{png}'>"
-                f"<div>{esc(title)} ({esc(claims)})</div></div>"
-            )
+            try:
+                png = _figure_png(title, spec)
+                img = f"<img alt='{esc(title)}' src='data:image/png;base64,{png}'>"
+            except (TypeError, ValueError) as exc:  # bad recorded data must not sink the report
+                img = f"<p class='error'>figure could not be drawn: {esc(str(exc))}</p>"
+            parts.append(f"<div class='fig'>{img}<div>{esc(title)} ({esc(claims)})</div></div>")
     by_claim: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in results:
         by_claim[r["claim"]].append(r)

@@ -1,0 +1,146 @@
+"""Evidence for the claim tests: which pieces exist on this machine, and their fixtures.
+
+A claim test declares what can bear on it and receives one piece per parametrization::
+
+    @pytest.mark.claim("S6a", section="6", statement="...")
+    @pytest.mark.evidence("paper", schemes=("rope", "rope-partial"), columns=("prev", "D_head"))
+    def test_...(evidence, claim_record):
+        table = evidence.head_table()
+
+Evidence is discovered when tests are collected (published tables from ``--paper-data`` or
+``$QK_PAPER_DATA``). A model that the claim is about but whose table lacks a needed column, or
+an absent data folder, still appears - as a skipped parameter whose reason says exactly what
+is missing - so nothing is parametrized away silently.
+
+``@pytest.mark.evidence_set("paper", ...)`` instead gives one test over all models of a kind
+(multi-model claims: S6c, S6d), as ``evidence_set`` with id ``paper:all-models``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import pandas as pd
+import pytest
+
+from qkcore.errors import QKError
+from qkcore.evidence import SCHEME_FAMILY, EvidenceRef, evidence_params
+from qkcore.tables import PaperData, resolve_paper_data
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "evidence(*kinds, schemes=None, columns=()): evidence a claim test takes"
+    )
+    config.addinivalue_line(
+        "markers", "evidence_set(*kinds, schemes=None, columns=()): all models of a kind at once"
+    )
+
+
+@dataclass(frozen=True)
+class PaperEvidence:
+    """One model's published tables."""
+
+    ref: EvidenceRef
+    data: PaperData
+
+    def head_table(self) -> pd.DataFrame:
+        return self.data.head_table(self.ref.name)
+
+
+@dataclass(frozen=True)
+class PaperEvidenceSet:
+    """Every model with a published per-head table (multi-model claims)."""
+
+    refs: tuple[EvidenceRef, ...]
+    data: PaperData
+    evidence_id: str = "paper:all-models"
+
+    def tables(self) -> dict[EvidenceRef, pd.DataFrame]:
+        return {ref: self.data.head_table(ref.name) for ref in self.refs}
+
+
+@cache
+def _paper_data(option: str | None) -> tuple[PaperData | None, str]:
+    try:
+        root = resolve_paper_data(option)
+    except QKError as exc:
+        return None, str(exc)
+    if root is None:
+        return None, (
+            "paper data not given: pass --paper-data PATH or set QK_PAPER_DATA to the folder "
+            "of the released tables (make sets it to ../shared/paper-data)"
+        )
+    return PaperData.discover(root), ""
+
+
+def _paper_params(config: pytest.Config, marker: pytest.Mark) -> list:
+    data, reason = _paper_data(config.getoption("--paper-data"))
+    if data is None:
+        ref = EvidenceRef("paper", "unavailable", "unknown")
+        return [
+            pytest.param(
+                ref, id=ref.evidence_id, marks=[pytest.mark.paper, pytest.mark.skip(reason=reason)]
+            )
+        ]
+    schemes = marker.kwargs.get("schemes")
+    columns = marker.kwargs.get("columns", ())
+    params = []
+    for model in data.models:
+        scheme = data.scheme(model)
+        if schemes is not None and scheme not in schemes:
+            continue
+        ref = EvidenceRef("paper", model, scheme)
+        (param,) = evidence_params([ref])
+        missing = [c for c in columns if c not in data.head_table(model).columns]
+        evidence = PaperEvidence(ref, data)
+        marks = list(param.marks)
+        if missing:
+            marks.append(
+                pytest.mark.skip(
+                    reason=f"{ref.evidence_id}: the published table has no column "
+                    f"{', '.join(missing)} - this model's data cannot bear on the claim"
+                )
+            )
+        params.append(pytest.param(evidence, id=ref.evidence_id, marks=marks))
+    return params
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    config = metafunc.config
+    marker = metafunc.definition.get_closest_marker("evidence")
+    if marker is not None and "evidence" in metafunc.fixturenames:
+        params = []
+        for kind in marker.args:
+            if kind == "paper":
+                params += _paper_params(config, marker)
+            else:
+                raise pytest.UsageError(f"evidence kind {kind!r} has no source yet")
+        metafunc.parametrize("evidence", params)
+    set_marker = metafunc.definition.get_closest_marker("evidence_set")
+    if set_marker is not None and "evidence_set" in metafunc.fixturenames:
+        params = []
+        for kind in set_marker.args:
+            data, reason = _paper_data(config.getoption("--paper-data"))
+            if kind != "paper":
+                raise pytest.UsageError(f"evidence kind {kind!r} has no source yet")
+            if data is None:
+                params.append(
+                    pytest.param(
+                        None,
+                        id="paper:all-models",
+                        marks=[pytest.mark.paper, pytest.mark.skip(reason=reason)],
+                    )
+                )
+                continue
+            refs = tuple(EvidenceRef("paper", m, data.scheme(m)) for m in data.models)
+            families = {SCHEME_FAMILY[r.scheme] for r in refs if r.scheme in SCHEME_FAMILY}
+            marks = [
+                pytest.mark.paper,
+                *(getattr(pytest.mark, f) for f in sorted(families) if f != "unknown"),
+            ]
+            params.append(
+                pytest.param(PaperEvidenceSet(refs, data), id="paper:all-models", marks=marks)
+            )
+        metafunc.parametrize("evidence_set", params)
