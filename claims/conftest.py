@@ -4,6 +4,8 @@ A claim test declares what can bear on it and receives one piece per parametriza
 
     @pytest.mark.claim("S6a", section="6", statement="...")
     @pytest.mark.evidence("paper", schemes=("rope", "rope-partial"), columns=("prev", "D_head"))
+
+``models=`` restricts to named models, for a claim whose numbers are one model's (S4a: GPT-2).
     def test_...(evidence, claim_record):
         table = evidence.head_table()
 
@@ -31,7 +33,8 @@ from qkcore.tables import PaperData, resolve_paper_data
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "evidence(*kinds, schemes=None, columns=()): evidence a claim test takes"
+        "markers",
+        "evidence(*kinds, schemes=None, models=None, columns=()): evidence a claim test takes",
     )
     config.addinivalue_line(
         "markers", "evidence_set(*kinds, schemes=None, columns=()): all models of a kind at once"
@@ -86,8 +89,11 @@ def _paper_params(config: pytest.Config, marker: pytest.Mark) -> list:
         ]
     schemes = marker.kwargs.get("schemes")
     columns = marker.kwargs.get("columns", ())
+    models = marker.kwargs.get("models")
     params = []
     for model in data.models:
+        if models is not None and model not in models:
+            continue
         scheme = data.scheme(model)
         if schemes is not None and scheme not in schemes:
             continue
