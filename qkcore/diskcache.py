@@ -1,0 +1,101 @@
+"""Content-addressed disk cache, safe under pytest-xdist, never left half-written.
+
+An entry is a folder ``<root>/<key>/`` built by a callback into a private temporary folder,
+given a ``MANIFEST.json`` (sha256 of every file), then renamed into place in one step. A file
+lock serialises builders of the same key, so two xdist workers never build it twice; readers
+verify the manifest, so a damaged entry is reported instead of used.
+
+The root is ``$QK_CACHE_DIR``, else ``~/.cache/qkcore`` - outside the repository.
+
+Example::
+
+    path = DiskCache.default().get_or_build("smollm2-" + digest, build=lambda tmp: ...)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from .errors import QKError
+
+__all__ = ["CACHE_ENV", "DiskCache", "sha256_file"]
+
+CACHE_ENV = "QK_CACHE_DIR"
+_MANIFEST = "MANIFEST.json"
+
+
+def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class DiskCache:
+    root: Path
+
+    @classmethod
+    def default(cls) -> DiskCache:
+        root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "qkcore"
+        return cls(Path(root))
+
+    def path(self, key: str) -> Path:
+        return self.root / key
+
+    def get_or_build(self, key: str, build: Callable[[Path], None], *, verify: bool = True) -> Path:
+        """The entry for ``key``, building it with ``build(tmp_dir)`` if absent."""
+        final = self.path(key)
+        if final.exists():
+            if verify:
+                self.verify(key)
+            return final
+        self.root.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.root / f"{key}.lock")):
+            if final.exists():  # another worker built it while we waited
+                if verify:
+                    self.verify(key)
+                return final
+            tmp = self.root / f".tmp-{key}-{os.getpid()}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+            try:
+                build(tmp)
+                manifest = {
+                    str(p.relative_to(tmp)): sha256_file(p)
+                    for p in sorted(tmp.rglob("*"))
+                    if p.is_file()
+                }
+                (tmp / _MANIFEST).write_text(json.dumps(manifest, indent=1))
+                tmp.rename(final)
+            except BaseException:  # interrupted or failed: leave nothing behind
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        return final
+
+    def verify(self, key: str) -> None:
+        """Raise QKError if the entry's files do not match its manifest."""
+        final = self.path(key)
+        try:
+            manifest = json.loads((final / _MANIFEST).read_text())
+        except (OSError, json.JSONDecodeError):
+            raise QKError(
+                f"cache entry {final} has no readable manifest; delete the folder and run "
+                "again to rebuild it."
+            ) from None
+        for name, expected in manifest.items():
+            path = final / name
+            if not path.is_file() or sha256_file(path) != expected:
+                raise QKError(
+                    f"cached file {path} does not match its recorded sha256 (damaged or "
+                    f"edited); delete {final} and run again to rebuild it."
+                )
