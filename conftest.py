@@ -41,3 +41,11 @@ def pytest_addoption(parser) -> None:
         help="folder of the paper's released tables (default: $QK_PAPER_DATA); "
         "without it the paper: tests skip",
     )
+    group.addoption(
+        "--model",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="add a model (hub name, local folder or .gguf path; repeatable) to every claim "
+        "that takes weights evidence",
+    )

