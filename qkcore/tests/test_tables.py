@@ -113,3 +113,23 @@ def test_resolve_paper_data(monkeypatch, data_dir: Path, tmp_path: Path):
 )
 def test_model_scheme(name, scheme):
     assert model_scheme(name) == scheme
+
+
+def test_every_released_table_loads():
+    """The real released data (``$QK_PAPER_DATA``, set by make and CI): every table validates."""
+    from qkcore.tables import resolve_paper_data
+
+    root = resolve_paper_data(None)
+    if root is None:
+        pytest.skip("QK_PAPER_DATA not set: no released tables to check")
+    data = PaperData.discover(root)
+    assert data.models, f"no <model>_head_full.parquet in {root}"
+    for model in data.models:
+        assert len(data.head_table(model)) > 0
+        assert data.scheme(model) != "unknown", model
+    for model in data.checkpoint_models:
+        for kind in ("ckpt_summary", "ckpt_analysis"):
+            if (root / f"{model}_{kind}.parquet").exists():
+                assert len(data.checkpoint_table(model, kind)) > 0
+    for run in data.runs():
+        assert len(data.run_table(run)) > 0
