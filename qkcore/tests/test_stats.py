@@ -17,6 +17,7 @@ from qkcore.stats import (
     hodges_lehmann_shift,
     layer_clustered_bootstrap_ci,
     mann_whitney_exact,
+    mann_whitney_permutation,
     ols_residuals,
     partial_spearman,
     percentile_rank,
@@ -147,3 +148,30 @@ def test_layer_clustered_bootstrap_resamples_whole_layers():
 def test_layer_clustered_bootstrap_checks_cluster_shape():
     with pytest.raises(QKError, match="clusters must have shape"):
         layer_clustered_bootstrap_ci(lambda idx: 0.0, 5, np.zeros(4))
+
+
+@given(distinct_samples, distinct_samples)
+def test_mann_whitney_permutation_equals_scipy_exact_without_ties(x, y):
+    x, y = x[:7], y[:7]
+    if set(x) & set(y):
+        return
+    u, p = mann_whitney_permutation(x, y)
+    reference = scipy.stats.mannwhitneyu(x, y, alternative="greater", method="exact")
+    assert u == reference.statistic
+    assert p == pytest.approx(reference.pvalue, rel=1e-9)
+
+
+def test_mann_whitney_permutation_with_ties():
+    """5 tied values against 5 larger ones: complete separation, p = 1/C(10,5)."""
+    u, p = mann_whitney_permutation([700.0] * 5, [600.0] * 5)
+    assert u == 25 and p == pytest.approx(1 / 252)
+
+
+def test_formation_step():
+    from qkcore.formation import formation_step, formation_threshold
+
+    assert formation_threshold(64) == pytest.approx((np.log(64) + 0.15) / 2)
+    assert formation_step([0, 100, 200, 300], [4.4, 2.2, 2.1, 0.3]) == 200
+    assert np.isnan(formation_step([0, 100], [4.4, 3.0]))
+    with pytest.raises(QKError, match="strictly increasing"):
+        formation_step([100, 0], [1.0, 1.0])
