@@ -124,10 +124,21 @@ class WeightsEvidence:
     def model(self) -> LoadedModel:
         return _load(self.spec)
 
+    def head_table(self) -> pd.DataFrame:
+        """The recomputed per-head table (paper's columns), cached on disk by content."""
+        return _table(self.spec)
+
 
 @cache
 def _load(spec: str) -> LoadedModel:
     return load_model(spec)
+
+
+@cache
+def _table(spec: str) -> pd.DataFrame:
+    from qkcore.headtable import cached_head_table
+
+    return cached_head_table(_load(spec))
 
 
 _WEIGHTS_SCHEME = {"smollm2-135m": "rope", "minilm-l6": "ape"}

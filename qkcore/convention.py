@@ -24,7 +24,13 @@ import numpy as np
 
 from .rope import apply_rotary
 
-__all__ = ["ConventionCheck", "convention_check", "rebuild_scores"]
+__all__ = [
+    "ConventionCheck",
+    "FrequencyCheck",
+    "convention_check",
+    "frequency_check",
+    "rebuild_scores",
+]
 
 
 def rebuild_scores(model, x: np.ndarray, layer: int) -> np.ndarray:
@@ -121,3 +127,83 @@ def convention_check(model, *, n_tokens: int = 32, seed: int = 0) -> ConventionC
         else:
             worst_diag = float("nan")
     return ConventionCheck(model.name, worst_abs, worst_rel, worst_diag, holds, n_tokens)
+
+
+@dataclass(frozen=True)
+class FrequencyCheck:
+    """Scores rebuilt from ``{M_t, theta_t}`` against the model's own, and the kernel split."""
+
+    model: str
+    max_abs_error: float  # |hook - (symmetric + directional) / scale|, unmasked entries
+    max_rel_error: float
+    max_split_error: float  # |full - (symmetric + directional)| in the float64 rebuild
+    max_ablated_asymmetry: float  # max |S(D) - S(-D)| of the ablated kernel, all heads
+    max_intact_asymmetry: float  # the same for the intact kernel (nonzero: directional part)
+    kernels: dict  # head label -> (offsets, intact, ablated) for the strongest-asymmetry head
+
+
+def _augmented(model, layer: int) -> tuple[np.ndarray, np.ndarray]:
+    """Factors with the biases as an extra input row: ``x -> [x, 1]``."""
+    A, B = model.factors.A[layer], model.factors.B[layer]
+    H, _, k = A.shape
+    b_Q = model.b_Q[layer] if model.b_Q is not None else np.zeros((H, k))
+    b_K = model.b_K[layer] if model.b_K is not None else np.zeros((H, k))
+    return np.concatenate([A, b_Q[:, None, :]], axis=1), np.concatenate(
+        [B, b_K[:, None, :]], axis=1
+    )
+
+
+def frequency_check(model, *, n_tokens: int = 32, seed: int = 0, max_offset: int = 32):
+    """F2/S8a on a RoPE model: rebuild every head's scores from its per-frequency operators.
+
+    The content vector of the kernels is the mean attention input over the random tokens.
+    """
+    from .rope import frequency_operators, relative_kernel, rope_scores
+
+    if model.rotary is None:
+        raise ValueError(f"{model.name} has no rotary embedding")
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, model.d_vocab, size=(1, n_tokens))
+    bos = getattr(model.tokenizer, "bos_token_id", None)
+    if bos is not None:
+        tokens[0, 0] = bos
+    names = set()
+    for layer in range(model.n_layers):
+        names |= {f"blocks.{layer}.attn.q.hook_in", f"blocks.{layer}.attn.hook_attn_scores"}
+    cache = model.run_with_cache(tokens, names)
+    mask = np.tril(np.ones((n_tokens, n_tokens), dtype=bool))
+    positions = np.arange(n_tokens)
+    worst = {"abs": 0.0, "rel": 0.0, "split": 0.0, "ablated": 0.0, "intact": 0.0}
+    best_head, best_kernels = None, None
+    for layer in range(model.n_layers):
+        x = cache[f"blocks.{layer}.attn.q.hook_in"][0]
+        hook = cache[f"blocks.{layer}.attn.hook_attn_scores"][0]
+        A, B = _augmented(model, layer)
+        x_aug = np.concatenate([x, np.ones((n_tokens, 1))], axis=1)
+        ops = frequency_operators(A, B, model.rotary)
+        sym = rope_scores(ops, x_aug, positions, part="symmetric")
+        direc = rope_scores(ops, x_aug, positions, part="directional")
+        full = rope_scores(ops, x_aug, positions)
+        err = np.abs((sym + direc) / model.attn_scale - hook)[:, mask]
+        worst["abs"] = max(worst["abs"], float(err.max()))
+        worst["rel"] = max(worst["rel"], float(err.max() / np.abs(hook[:, mask]).max()))
+        worst["split"] = max(worst["split"], float(np.abs(full - (sym + direc)).max()))
+        n = np.append(x.mean(axis=0), 1.0)
+        intact = relative_kernel(ops, n, max_offset) / model.attn_scale
+        ablated = relative_kernel(ops, n, max_offset, ablate=True) / model.attn_scale
+        worst["ablated"] = max(worst["ablated"], float(np.abs(ablated - ablated[:, ::-1]).max()))
+        asym = np.abs(intact - intact[:, ::-1]).max(axis=1)
+        worst["intact"] = max(worst["intact"], float(asym.max()))
+        if best_head is None or asym.max() > best_head[0]:
+            h = int(asym.argmax())
+            best_head = (float(asym.max()), f"L{layer}.H{h}")
+            best_kernels = (np.arange(-max_offset, max_offset + 1), intact[h], ablated[h])
+    return FrequencyCheck(
+        model.name,
+        worst["abs"],
+        worst["rel"],
+        worst["split"],
+        worst["ablated"],
+        worst["intact"],
+        {best_head[1]: best_kernels},
+    )

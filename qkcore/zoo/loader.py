@@ -56,6 +56,7 @@ class LoadedModel:
     tokenizer: Any = field(repr=False)
     load_seconds: float = 0.0
     cache_state: str = "n/a"  # cold | cached | n/a
+    content_key: str = ""  # identifies the weights: file hashes or the hub commit
 
     @property
     def n_layers(self) -> int:
@@ -69,18 +70,26 @@ class LoadedModel:
     def d_vocab(self) -> int:
         return int(self.bridge.cfg.d_vocab)
 
-    def run_with_cache(self, tokens: np.ndarray, names: set[str]) -> dict[str, np.ndarray]:
-        """Forward pass on ``tokens: [batch, n]``; returns the named hooks as float64 arrays."""
+    def run_with_cache(
+        self, tokens: np.ndarray, names: set[str], *, return_logits: bool = False
+    ) -> Any:
+        """Forward pass on ``tokens: [batch, n]``; the named hooks as float64 arrays.
+
+        With ``return_logits``: ``(hooks, logits [batch, n, vocab] float64)``.
+        """
         import torch
 
         with torch.no_grad():
-            _, cache = self.bridge.run_with_cache(
+            logits, cache = self.bridge.run_with_cache(
                 torch.as_tensor(tokens, dtype=torch.long), names_filter=lambda n: n in names
             )
         missing = names - set(cache.keys())
         if missing:
             raise QKError(f"{self.name}: hooks {sorted(missing)} were not produced by the bridge.")
-        return {n: cache[n].detach().to(torch.float64).numpy() for n in names}
+        hooks = {n: cache[n].detach().to(torch.float64).numpy() for n in names}
+        if return_logits:
+            return hooks, logits.detach().to(torch.float64).numpy()
+        return hooks
 
 
 def load_model(spec: str | ModelSource, *, dtype: str = "float32") -> LoadedModel:
@@ -95,14 +104,31 @@ def load_model(spec: str | ModelSource, *, dtype: str = "float32") -> LoadedMode
     cache_state = "n/a"
     if source.kind == "gguf":
         folder, cache_state = _dequantized_gguf(Path(source.location))
+        content_key = folder.name
     else:
         folder = Path(source.local_path())
+        content_key = _content_key(source, folder)
     hf_model, tokenizer = _load_hf(folder, source, getattr(torch, dtype))
     bridge = _boot_bridge(str(folder), hf_model, tokenizer)
     model = _analysis_view(source.name, bridge, hf_model, tokenizer)
     model.load_seconds = time.perf_counter() - start
     model.cache_state = cache_state
+    model.content_key = content_key
     return model
+
+
+def _content_key(source: ModelSource, folder: Path) -> str:
+    """Hub snapshots are named by their commit; local folders are hashed (weights + config)."""
+    import hashlib
+
+    if source.kind == "hub":
+        return f"{source.location.replace('/', '--')}-{folder.name[:16]}"
+    digest = hashlib.sha256()
+    for path in sorted(folder.iterdir()):
+        if path.suffix in (".safetensors", ".bin", ".json") and path.is_file():
+            digest.update(path.name.encode())
+            digest.update(sha256_file(path).encode())
+    return f"{source.name}-{digest.hexdigest()[:16]}"
 
 
 # --- GGUF -> cached Hugging Face folder -------------------------------------------------------

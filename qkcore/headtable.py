@@ -1,0 +1,151 @@
+"""The per-head table of a model, with the paper's column names, cached by content.
+
+Columns (one row per head, sorted by layer and head):
+
+- ``layer, head, rank`` - rank is the numerical rank of M (singular values above
+  ``1e-10 * max``);
+- spectral metrics of :data:`qkcore.spectra.METRICS`;
+- ``<m>_null_mean, <m>_null_std, <m>_z`` for m in :data:`qkcore.nulls.NULL_METRICS`
+  (matched-Sigma null, ``null_draws`` draws, seed 0);
+- behaviour ``prev, dup, ind`` (:mod:`qkcore.behaviour`);
+- ``copying``: share of the OV circuit's nonzero eigenvalues with positive real part - the
+  eigenvalues of ``W_E W_V W_O W_U`` are those of the k x k ``W_O (W_U W_E) W_V``;
+- ``self_match``: for 2000 vocabulary tokens (seeded, from id ``min(1000, V/10)``), embeddings
+  normalised as the model's first norm would (centred for LayerNorm, unit RMS), the mean over
+  tokens of the row z-score of the diagonal of ``E M E^T``: how much a token's query prefers
+  its own key over other tokens' keys;
+- RoPE models: ``rope_imag_frac, freq_centroid, hi_freq_dir``.
+
+Model-level numbers (induction loss, ICL proxy) go to ``table.attrs``. Tables are cached on
+disk keyed by the model's content key, the parameters and the source of the modules that
+compute them, so a code change rebuilds them and nothing stale is reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .behaviour import BehaviourSpec, model_behaviour
+from .diskcache import DiskCache
+from .nulls import NULL_METRICS, matched_sigma_null, singular_values
+from .rope import phase_features
+from .spectra import spectral_metrics
+
+__all__ = ["TableSpec", "cached_head_table", "code_version", "head_table"]
+
+_SOURCES = ("operators", "spectra", "nulls", "linalg", "behaviour", "rope", "headtable")
+
+
+def code_version() -> str:
+    """Hash of the source of every module that shapes a table's numbers."""
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in _SOURCES:
+        digest.update((here / f"{name}.py").read_bytes())
+    return digest.hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    null_draws: int = 300
+    null_seed: int = 0
+    self_match_tokens: int = 2000
+    behaviour: BehaviourSpec = field(default_factory=BehaviourSpec)
+
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _numerical_rank(ops) -> np.ndarray:
+    s = singular_values(ops)
+    return (s > 1e-10 * s[..., :1]).sum(axis=-1)
+
+
+def _copying(model) -> np.ndarray:
+    """Share of eigenvalues of ``W_O W_U W_E W_V`` (per head, k x k) with positive real part."""
+    import torch
+
+    bridge = model.bridge
+    with torch.no_grad():
+        W_E = bridge.W_E.double()
+        W_U = bridge.W_U.double()
+        UE = (W_U @ W_E).numpy()  # [d, d]
+        W_V = bridge.W_V.double().numpy()  # [L, H_kv, d, k]
+        W_O = bridge.W_O.double().numpy()  # [L, H, k, d]
+    W_V = np.repeat(W_V, model.n_heads // W_V.shape[1], axis=1)
+    core = W_O @ UE @ W_V  # [L, H, k, k]
+    eig = np.linalg.eigvals(core)
+    radius = np.abs(eig).max(axis=-1, keepdims=True)
+    nonzero = np.abs(eig) > 1e-10 * radius
+    return ((eig.real > 0) & nonzero).sum(axis=-1) / nonzero.sum(axis=-1)
+
+
+def _self_match(model, n_tokens: int, seed: int) -> np.ndarray:
+    import torch
+
+    rng = np.random.default_rng(seed)
+    low = min(1000, model.d_vocab // 10)
+    ids = rng.choice(
+        np.arange(low, model.d_vocab), size=min(n_tokens, model.d_vocab - low), replace=False
+    )
+    with torch.no_grad():
+        E = model.bridge.W_E.double().numpy()[ids]
+    if model.norm == "ln":
+        E = E - E.mean(axis=1, keepdims=True)
+    E = E / np.sqrt((E**2).mean(axis=1, keepdims=True))
+    ops = model.factors
+    S = (E @ ops.A) @ np.swapaxes(E @ ops.B, -1, -2)  # [L, H, n, n]
+    diag = np.diagonal(S, axis1=-2, axis2=-1)
+    z = (diag - S.mean(axis=-1)) / S.std(axis=-1)
+    return z.mean(axis=-1)
+
+
+def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
+    """Build the per-head table of a loaded model (uncached; see :func:`cached_head_table`)."""
+    ops = model.factors
+    L, H = ops.batch_shape
+    layer, head = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
+    columns: dict[str, np.ndarray] = {"layer": layer, "head": head, "rank": _numerical_rank(ops)}
+    metrics = spectral_metrics(ops)
+    columns.update(metrics)
+    null = matched_sigma_null(ops, n_draws=spec.null_draws, seed=spec.null_seed)
+    for name in NULL_METRICS:
+        columns[f"{name}_null_mean"] = null[name].mean
+        columns[f"{name}_null_std"] = null[name].std
+        columns[f"{name}_z"] = null[name].z(metrics[name])
+    behaviour = model_behaviour(model, spec.behaviour)
+    for name in ("prev", "dup", "ind"):
+        columns[name] = behaviour[name]
+    columns["copying"] = _copying(model)
+    columns["self_match"] = _self_match(model, spec.self_match_tokens, spec.null_seed)
+    if model.rotary is not None:
+        columns.update(phase_features(ops.A, ops.B, model.rotary))
+    table = pd.DataFrame({k: np.asarray(v).reshape(-1) for k, v in columns.items()})
+    table.attrs = {
+        "model": model.name,
+        "scheme": model.scheme,
+        "norm": model.norm,
+        **{k: float(v) for k, v in behaviour.items() if np.ndim(v) == 0},
+    }
+    return table
+
+
+def cached_head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
+    """:func:`head_table`, cached on disk by (model content, spec, code version)."""
+    key = f"table-{model.content_key}-{spec.key()}-{code_version()}"
+
+    def build(tmp: Path) -> None:
+        table = head_table(model, spec)
+        table.to_parquet(tmp / "table.parquet")
+        (tmp / "attrs.json").write_text(json.dumps(table.attrs))
+
+    folder = DiskCache.default().get_or_build(key, build)
+    table = pd.read_parquet(folder / "table.parquet")
+    table.attrs = json.loads((folder / "attrs.json").read_text())
+    return table
