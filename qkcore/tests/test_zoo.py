@@ -35,7 +35,7 @@ def test_missing_paths():
 
 
 def test_folder_without_config(tmp_path: Path):
-    with pytest.raises(QKError, match=r"not a Hugging Face model \\(no config.json\\)"):
+    with pytest.raises(QKError, match=r"not a Hugging Face model \(no config\.json\)"):
         resolve_source(str(tmp_path))
 
 
