@@ -5,7 +5,8 @@ them) and the attention input ``x`` the model feeds its query projection::
 
     q_i = x_i A + b_Q,   k_j = x_j B + b_K,   score_ij = <R_i q_i, R_j k_j> / scale
 
-(``R`` the rotary rotation at each position, identity without RoPE). Comparing with the
+(``R`` the rotary rotation at each position, identity without RoPE; ALiBi models subtract
+``slope_h (i - j)``). Comparing with the
 model's ``hook_attn_scores`` checks every convention at once: layout, folding, centring, GQA
 expansion, biases, rotary dims/base/pairing and the scale. At ``i = j`` the rotation cancels,
 so ``score_ii = x_i^T M x_i / scale`` (+ bias terms) checks M itself even under RoPE.
@@ -51,7 +52,12 @@ def rebuild_scores(model, x: np.ndarray, layer: int) -> np.ndarray:
         positions = np.arange(x.shape[0])
         q = apply_rotary(q, positions, model.rotary)
         k = apply_rotary(k, positions, model.rotary)
-    return np.einsum("hik,hjk->hij", q, k) / model.attn_scale
+    scores = np.einsum("hik,hjk->hij", q, k) / model.attn_scale
+    if model.alibi_slopes is not None:
+        n = x.shape[0]
+        distance = np.arange(n)[:, None] - np.arange(n)[None, :]
+        scores = scores - model.alibi_slopes[:, None, None] * distance
+    return scores
 
 
 def _diag_scores(model, x: np.ndarray, layer: int) -> np.ndarray:

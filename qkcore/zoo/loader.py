@@ -57,6 +57,7 @@ class LoadedModel:
     load_seconds: float = 0.0
     cache_state: str = "n/a"  # cold | cached | n/a
     content_key: str = ""  # identifies the weights: file hashes or the hub commit
+    alibi_slopes: np.ndarray | None = None  # [H] for ALiBi models: score -= slope * (i - j)
 
     @property
     def n_layers(self) -> int:

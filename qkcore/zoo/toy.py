@@ -64,14 +64,14 @@ class ToyConfig:
     seq_len: int = 128
     noise: float = 0.1
     batch: int = 32
-    steps: int = 2000
-    lr: float = 1e-3
+    steps: int = 3000
+    lr: float = 1e-2
     weight_decay: float = 0.01
-    warmup: int = 200
+    warmup: int = 100
     eval_every: int = 50
     eval_batch: int = 64
     rope_base: float = 10000.0
-    stop_after_formation: int | None = None  # stop this many steps after formation (None: run all)
+    stop_after_formation: int | None = 500  # stop this many steps after formation (None: run all)
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
@@ -89,8 +89,9 @@ class ToyConfig:
 
 
 #: The paper's §10 scale (GPU-sized); the defaults above are the CPU scale (see README).
-PAPER_SCALE = dict(d_model=128, n_heads=4, d_head=32, seq_len=256, batch=64, steps=6000,
-                   eval_every=100)
+PAPER_SCALE = dict(
+    d_model=128, n_heads=4, d_head=32, seq_len=256, batch=64, steps=6000, eval_every=100
+)
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
@@ -121,24 +122,33 @@ class Attention(nn.Module):
             self.register_buffer("slopes", alibi_slopes(H), persistent=False)
 
     def forward(self, x: torch.Tensor, hooks: dict[str, torch.Tensor] | None, prefix: str):
-        n = x.shape[1]
-        q = torch.einsum("bnd,hdk->bhnk", x, self.W_Q)
-        k = torch.einsum("bnd,hdk->bhnk", x, self.W_K)
-        v = torch.einsum("bnd,hdk->bhnk", x, self.W_V)
+        n, H = x.shape[1], self.config.n_heads
+        # One fused projection for q, k, v: a third of the matmul launches of three einsums.
+        qkv = torch.einsum("bnd,hdk->bhnk", x, torch.cat([self.W_Q, self.W_K, self.W_V]))
+        q, k, v = qkv.split(H, dim=1)
         if self.config.scheme == "rope":
             q, k = _rotate(q, self.config.rope_base), _rotate(k, self.config.rope_base)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.config.d_head)
         pos = torch.arange(n)
-        distance = (pos[:, None] - pos[None, :]).to(scores.dtype)  # i - j
+        distance = (pos[:, None] - pos[None, :]).to(x.dtype)  # i - j
+        bias = None
         if self.config.scheme == "alibi":
-            scores = scores - self.slopes[:, None, None] * distance
-        scores = scores.masked_fill(distance < 0, float("-inf"))
-        pattern = scores.softmax(dim=-1)
-        if hooks is not None:
+            bias = (-self.slopes[:, None, None] * distance).masked_fill(distance < 0, float("-inf"))
+        if hooks is None:
+            # Training path: the fused kernel, about half the time of the explicit one.
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=bias is None)
+        else:
+            # Analysis path: explicit scores and pattern, exposed under TransformerLens names.
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.config.d_head)
+            scores = (
+                scores + bias
+                if bias is not None
+                else scores.masked_fill(distance < 0, float("-inf"))
+            )
+            pattern = scores.softmax(dim=-1)
             hooks[f"{prefix}.attn.q.hook_in"] = x
             hooks[f"{prefix}.attn.hook_attn_scores"] = scores
             hooks[f"{prefix}.attn.hook_pattern"] = pattern
-        z = pattern @ v
+            z = pattern @ v
         return torch.einsum("bhnk,hkd->bnd", z, self.W_O)
 
 
@@ -156,7 +166,9 @@ class ToyTransformer(nn.Module):
         )
         self.attn = nn.ModuleList(Attention(config) for _ in range(config.n_layers))
         self.ln_final = nn.LayerNorm(config.d_model, elementwise_affine=False)
-        self.unembed = nn.Parameter(torch.randn(config.d_model, config.vocab) / math.sqrt(config.d_model))
+        self.unembed = nn.Parameter(
+            torch.randn(config.d_model, config.vocab) / math.sqrt(config.d_model)
+        )
 
     def forward(self, tokens: torch.Tensor, hooks: dict[str, torch.Tensor] | None = None):
         x = self.embed[tokens]
@@ -295,10 +307,15 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
         for step in range(config.steps + 1):
             if step in keep:
                 A, B = model.factors()
-                checkpoints[step] = {"W_Q": A.detach().double().numpy().copy(),
-                                     "W_K": B.detach().double().numpy().copy()}
+                checkpoints[step] = {
+                    "W_Q": A.detach().double().numpy().copy(),
+                    "W_K": B.detach().double().numpy().copy(),
+                }
             if step % config.eval_every == 0 or step == config.steps:
-                row = {"step": step, **evaluate(model, eval_tokens.to(device), eval_pred.to(device))}
+                row = {
+                    "step": step,
+                    **evaluate(model, eval_tokens.to(device), eval_pred.to(device)),
+                }
                 history.append(row)
                 if math.isnan(formed) and row["ce_pred"] < formation_threshold(config.vocab):
                     formed = float(step)
@@ -322,7 +339,7 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
             (loss + config.lam * penalty).backward()
             optimizer.step()
             if history and history[-1]["step"] == step:
-                history[-1]["penalty"] = float(penalty)
+                history[-1]["penalty"] = float(penalty.detach())
             if bar is not None:
                 bar.update(1)
         if bar is not None:

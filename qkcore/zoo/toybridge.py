@@ -16,6 +16,7 @@ import torch
 from ..operators import QKFactors
 from ..rope import RotaryInfo
 from .loader import LoadedModel
+from .toy import alibi_slopes
 
 __all__ = ["ToyBridge", "loaded_toy"]
 
@@ -85,4 +86,5 @@ def loaded_toy(run: Any, model: Any | None = None) -> LoadedModel:
         bridge=ToyBridge(model),
         tokenizer=_NoTokenizer(),
         content_key=f"toy-{config.label}",
+        alibi_slopes=alibi_slopes(config.n_heads).double().numpy() if scheme == "alibi" else None,
     )

@@ -1,0 +1,85 @@
+"""Benchmark: the toy trainer at the CPU default scale.
+
+1. steps per second of ``qkcore.zoo.toy.train`` against a minimal plain-PyTorch loop of the same
+   model and data (same run, same thread count): the overhead of evals, checkpoints, penalties;
+2. formation step and wall time to formation for free APE, RoPE and ALiBi runs (``--seeds``);
+3. optionally (``--grid``) the §10 grid, 5 arms x ``--seeds`` seeds, over 2 processes.
+
+    python benchmarks/bench_toy.py --seeds 3
+    python benchmarks/bench_toy.py --seeds 5 --grid
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import torch
+import torch.nn.functional as F
+
+from qkcore.zoo.toy import ToyConfig, ToyTransformer, sample_batch, train
+
+ARMS = [
+    ("ape", "free", 0.0),
+    ("rope", "free", 0.0),
+    ("rope", "imag", 10.0),
+    ("rope", "sym", 10.0),
+    ("ape", "sym", 10.0),
+]
+
+
+def plain_loop(config: ToyConfig, steps: int) -> float:
+    """Steps per second of the bare loop: sample, forward, loss, backward, AdamW."""
+    torch.set_num_threads(1)
+    torch.manual_seed(config.seed)
+    model = ToyTransformer(config)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    gen = torch.Generator().manual_seed(1)
+    start = time.perf_counter()
+    for _ in range(steps):
+        tokens, _ = sample_batch(config, config.batch, gen)
+        loss = F.cross_entropy(model(tokens)[:, :-1].transpose(1, 2), tokens[:, 1:])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return steps / (time.perf_counter() - start)
+
+
+def one_run(args: tuple[str, str, float, int]) -> tuple[str, float, float, int]:
+    scheme, constraint, lam, seed = args
+    config = ToyConfig(scheme=scheme, constraint=constraint, lam=lam, seed=seed)
+    run = train(config, progress=False)
+    steps = run.history[-1]["step"]
+    return config.label, run.formation_step, run.seconds, steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--grid", action="store_true")
+    args = parser.parse_args()
+
+    config = ToyConfig(scheme="rope", steps=200, stop_after_formation=None)
+    t0 = time.perf_counter()
+    run = train(config, progress=False)
+    ours = 200 / (time.perf_counter() - t0)
+    bare = plain_loop(config, 200)
+    print(f"steps/s: qkcore train {ours:.1f}, plain loop {bare:.1f}, ratio {ours / bare:.2f}")
+    del run
+
+    jobs = [(s, "free", 0.0, seed) for s in ("ape", "rope", "alibi") for seed in range(args.seeds)]
+    if args.grid:
+        jobs = [(s, c, lam, seed) for s, c, lam in ARMS for seed in range(args.seeds)]
+    start = time.perf_counter()
+    with ProcessPoolExecutor(2) as pool:
+        results = list(pool.map(one_run, jobs))
+    wall = time.perf_counter() - start
+    print(f"{'run':<22}{'formation step':>16}{'seconds':>9}{'steps run':>11}")
+    for label, formed, seconds, steps in results:
+        print(f"{label:<22}{formed:>16.0f}{seconds:>9.1f}{steps:>11}")
+    print(f"{len(jobs)} runs on 2 processes: {wall:.0f} s wall")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""The toy zoo: task, penalties, hooks (one analysis path), determinism, caching."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from qkcore import QKError, QKFactors
+from qkcore.convention import convention_check
+from qkcore.rope import RotaryInfo, frequency_operators
+from qkcore.spectra import dir_frac
+from qkcore.zoo.toy import (
+    ToyConfig,
+    ToyTransformer,
+    checkpoint_steps,
+    imag_penalty,
+    sample_batch,
+    sym_penalty,
+    train,
+)
+from qkcore.zoo.toybridge import loaded_toy
+
+TINY = dict(
+    d_model=32, d_head=8, seq_len=32, batch=4, steps=12, eval_every=4, eval_batch=4, warmup=4
+)
+
+
+def test_task_follows_the_per_sequence_map():
+    config = ToyConfig(**TINY)
+    gen = torch.Generator().manual_seed(0)
+    tokens, predictable = sample_batch(config, 6, gen)
+    # Re-draw the same maps: the generator's first draw is f.
+    f = torch.randint(config.vocab, (6, config.vocab), generator=torch.Generator().manual_seed(0))
+    following = f[torch.arange(6)[:, None], tokens[:, :-1]]
+    assert torch.equal(tokens[:, 1:][predictable], following[predictable])
+    assert 0.8 < predictable.float().mean() < 0.97  # noise 0.1
+
+
+@pytest.mark.parametrize("scheme", ["ape", "rope", "alibi"])
+def test_hooks_rebuild_from_factors(scheme):
+    """F2 on the toy: the analysis view's factors (+ rotation / ALiBi bias) rebuild the toy's
+    own scores (float32 model: relative error ~1e-6)."""
+    torch.manual_seed(0)
+    model = ToyTransformer(ToyConfig(scheme=scheme, **TINY))
+    check = convention_check(loaded_toy(None, model), n_tokens=24)
+    assert check.max_rel_error < 1e-5, check
+
+
+def test_sym_penalty_is_dir_frac_squared():
+    torch.manual_seed(1)
+    A, B = torch.randn(2, 3, 4, 20, 6, dtype=torch.float64)
+    expected = dir_frac(QKFactors.from_weights(A.numpy(), B.numpy())) ** 2
+    assert float(sym_penalty(A, B)) == pytest.approx(expected.mean(), rel=1e-12)
+
+
+def test_imag_penalty_is_the_squared_imaginary_share():
+    torch.manual_seed(2)
+    A, B = torch.randn(2, 3, 20, 8, dtype=torch.float64)
+    ops = frequency_operators(A.numpy(), B.numpy(), RotaryInfo(8, 1e4))
+    share = (ops.im_norm**2).sum(-1) / ((ops.re_norm**2) + (ops.im_norm**2)).sum(-1)
+    assert float(imag_penalty(A, B)) == pytest.approx(share.mean(), rel=1e-12)
+
+
+def test_penalties_pull_their_quantity_down():
+    """A few steps of the constrained loss lower the penalised quantity below the free run's."""
+    free = train(ToyConfig(scheme="rope", **TINY), progress=False)
+    sym = train(ToyConfig(scheme="rope", constraint="sym", lam=10.0, **TINY), progress=False)
+    imag = train(ToyConfig(scheme="rope", constraint="imag", lam=10.0, **TINY), progress=False)
+
+    def quantity(run, fn):
+        A, B = (torch.from_numpy(run.checkpoints[max(run.checkpoints)][p]) for p in ("W_Q", "W_K"))
+        return float(fn(A, B))
+
+    assert quantity(sym, sym_penalty) < quantity(free, sym_penalty)
+    assert quantity(imag, imag_penalty) < quantity(free, imag_penalty)
+
+
+def test_config_validation():
+    with pytest.raises(QKError, match="needs RoPE"):
+        ToyConfig(scheme="ape", constraint="imag", lam=10.0)
+    with pytest.raises(QKError, match="needs lam > 0"):
+        ToyConfig(scheme="ape", constraint="sym")
+    with pytest.raises(QKError, match="toy scheme"):
+        ToyConfig(scheme="nope")
+
+
+def test_checkpoint_steps_are_log_spaced_from_zero():
+    steps = checkpoint_steps(2000)
+    assert steps[0] == 0 and steps[-1] == 2000 and 1 in steps and 1024 in steps
+    assert steps == sorted(set(steps))
+
+
+_CHILD = """
+import hashlib, sys, torch
+from qkcore.zoo.toy import ToyConfig, train
+run = train(ToyConfig(scheme=sys.argv[1], **{tiny}), progress=False)
+digest = hashlib.sha256()
+for name, tensor in sorted(run.state.items()):
+    digest.update(name.encode()); digest.update(tensor.numpy().tobytes())
+print(digest.hexdigest())
+"""
+
+
+@pytest.mark.parametrize("scheme", ["ape", "rope"])
+def test_same_config_gives_bit_identical_weights_in_two_processes(scheme):
+    code = _CHILD.format(tiny=repr(TINY))
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code, scheme], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        for _ in range(2)
+    }
+    assert len(digests) == 1, digests
+    local = train(ToyConfig(scheme=scheme, **TINY), progress=False)
+    digest = hashlib.sha256()
+    for name, tensor in sorted(local.state.items()):
+        digest.update(name.encode())
+        digest.update(tensor.numpy().tobytes())
+    assert digests == {digest.hexdigest()}
+
+
+def test_cached_run_round_trips_and_interrupt_leaves_nothing(tmp_path, monkeypatch):
+    from qkcore.zoo import toycache
+
+    monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path))
+    config = ToyConfig(scheme="alibi", **TINY)
+    run = toycache.trained_run(config, progress=False)
+    again = toycache.trained_run(config, progress=False)
+    assert again.history == run.history
+    for name in run.state:
+        assert torch.equal(again.state[name], run.state[name])
+    assert set(again.checkpoints) == set(run.checkpoints)
+    np.testing.assert_array_equal(again.checkpoints[0]["W_Q"], run.checkpoints[0]["W_Q"])
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(toycache, "train", interrupted)
+    other = ToyConfig(scheme="ape", **TINY)
+    with pytest.raises(KeyboardInterrupt):
+        toycache.trained_run(other, progress=False)
+    assert not (tmp_path / toycache.run_key(other)).exists()

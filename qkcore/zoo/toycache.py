@@ -1,0 +1,75 @@
+"""Trained toy runs cached on disk by config hash and code version (atomic, xdist-safe).
+
+A run is stored as ``history.json`` (eval trajectory), ``checkpoints.npz`` (centred W_Q, W_K per
+checkpoint step), ``state.pt`` (final weights) and ``meta.json``. The key hashes the full
+config and the source of :mod:`qkcore.zoo.toy`, so any change to the model, the task or the
+loop retrains instead of reusing a stale result. An interrupted run leaves no entry
+(:class:`~qkcore.diskcache.DiskCache`). Runs of a grid spread over xdist workers naturally:
+each worker trains the runs its tests ask for, and a file lock stops two workers training the
+same one.
+
+Example::
+
+    run = trained_run(ToyConfig(scheme="rope", seed=1))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..diskcache import DiskCache
+from .toy import ToyConfig, TrainedRun, train
+
+__all__ = ["run_key", "trained_run"]
+
+
+def run_key(config: ToyConfig) -> str:
+    source = (Path(__file__).parent / "toy.py").read_bytes()
+    payload = json.dumps(asdict(config), sort_keys=True).encode() + source
+    return f"toy-{config.label}-{hashlib.sha256(payload).hexdigest()[:16]}"
+
+
+def trained_run(
+    config: ToyConfig, *, device: str = "cpu", progress: bool | None = None
+) -> TrainedRun:
+    """The run for ``config``: from the cache, or trained now and cached."""
+
+    def build(tmp: Path) -> None:
+        run = train(config, device=device, progress=progress)
+        (tmp / "history.json").write_text(json.dumps(run.history))
+        np.savez(
+            tmp / "checkpoints.npz",
+            **{
+                f"{part}_{step}": arrays[part]
+                for step, arrays in run.checkpoints.items()
+                for part in ("W_Q", "W_K")
+            },
+        )
+        torch.save(run.state, tmp / "state.pt")
+        (tmp / "meta.json").write_text(
+            json.dumps(
+                {"formation_step": run.formation_step, "seconds": run.seconds, "device": device}
+            )
+        )
+
+    folder = DiskCache.default().get_or_build(run_key(config), build)
+    meta = json.loads((folder / "meta.json").read_text())
+    with np.load(folder / "checkpoints.npz") as npz:
+        checkpoints: dict[int, dict[str, np.ndarray]] = {}
+        for name in npz.files:
+            part, step = name.rsplit("_", 1)
+            checkpoints.setdefault(int(step), {})[part] = npz[name]
+    return TrainedRun(
+        config=config,
+        history=json.loads((folder / "history.json").read_text()),
+        checkpoints=dict(sorted(checkpoints.items())),
+        state=torch.load(folder / "state.pt", weights_only=True),
+        formation_step=float(meta["formation_step"]),
+        seconds=float(meta["seconds"]),
+    )
