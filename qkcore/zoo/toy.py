@@ -42,7 +42,15 @@ from torch import nn
 
 from ..errors import QKError
 
-__all__ = ["PAPER_SCALE", "ToyConfig", "ToyTransformer", "TrainedRun", "alibi_slopes", "train"]
+__all__ = [
+    "PAPER_SCALE",
+    "HookPoints",
+    "ToyConfig",
+    "ToyTransformer",
+    "TrainedRun",
+    "alibi_slopes",
+    "train",
+]
 
 SCHEMES = ("ape", "rope", "alibi")
 CONSTRAINTS = ("free", "sym", "imag")
@@ -109,6 +117,23 @@ def _rotate(x: torch.Tensor, base: float) -> torch.Tensor:
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
 
 
+class HookPoints:
+    """Named points of the analysis path: each value passes through its functions (if any) and
+    is kept in ``cache`` - TransformerLens's hook semantics, small enough to read."""
+
+    def __init__(self, fns: list[tuple[str, Any]] | None = None) -> None:
+        self.cache: dict[str, torch.Tensor] = {}
+        self.fns: dict[str, list] = {}
+        for name, fn in fns or []:
+            self.fns.setdefault(name, []).append(fn)
+
+    def __call__(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        for fn in self.fns.get(name, []):
+            tensor = fn(tensor, None)
+        self.cache[name] = tensor
+        return tensor
+
+
 class Attention(nn.Module):
     def __init__(self, config: ToyConfig) -> None:
         super().__init__()
@@ -121,8 +146,10 @@ class Attention(nn.Module):
         if config.scheme == "alibi":
             self.register_buffer("slopes", alibi_slopes(H), persistent=False)
 
-    def forward(self, x: torch.Tensor, hooks: dict[str, torch.Tensor] | None, prefix: str):
+    def forward(self, x: torch.Tensor, hooks: HookPoints | None, prefix: str):
         n, H = x.shape[1], self.config.n_heads
+        if hooks is not None:
+            x = hooks(f"{prefix}.attn.q.hook_in", x)
         # One fused projection for q, k, v: a third of the matmul launches of three einsums.
         qkv = torch.einsum("bnd,hdk->bhnk", x, torch.cat([self.W_Q, self.W_K, self.W_V]))
         q, k, v = qkv.split(H, dim=1)
@@ -144,16 +171,15 @@ class Attention(nn.Module):
                 if bias is not None
                 else scores.masked_fill(distance < 0, float("-inf"))
             )
-            pattern = scores.softmax(dim=-1)
-            hooks[f"{prefix}.attn.q.hook_in"] = x
-            hooks[f"{prefix}.attn.hook_attn_scores"] = scores
-            hooks[f"{prefix}.attn.hook_pattern"] = pattern
+            scores = hooks(f"{prefix}.attn.hook_attn_scores", scores)
+            pattern = hooks(f"{prefix}.attn.hook_pattern", scores.softmax(dim=-1))
             z = pattern @ v
         return torch.einsum("bhnk,hkd->bnd", z, self.W_O)
 
 
 class ToyTransformer(nn.Module):
-    """Attention-only transformer; ``forward(tokens, hooks)`` fills ``hooks`` if given."""
+    """Attention-only transformer; ``forward(tokens, hooks)`` runs the analysis path through
+    :class:`HookPoints` when given (the training path otherwise)."""
 
     def __init__(self, config: ToyConfig) -> None:
         super().__init__()
@@ -170,7 +196,7 @@ class ToyTransformer(nn.Module):
             torch.randn(config.d_model, config.vocab) / math.sqrt(config.d_model)
         )
 
-    def forward(self, tokens: torch.Tensor, hooks: dict[str, torch.Tensor] | None = None):
+    def forward(self, tokens: torch.Tensor, hooks: HookPoints | None = None):
         x = self.embed[tokens]
         if self.config.scheme == "ape":
             x = x + self.pos[: tokens.shape[1]]

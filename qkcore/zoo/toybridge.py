@@ -16,7 +16,7 @@ import torch
 from ..operators import QKFactors
 from ..rope import RotaryInfo
 from .loader import LoadedModel
-from .toy import alibi_slopes
+from .toy import HookPoints, alibi_slopes
 
 __all__ = ["ToyBridge", "loaded_toy"]
 
@@ -37,11 +37,15 @@ class ToyBridge:
         self.cfg = _Cfg(d_vocab=c.vocab, d_head=c.d_head, rotary_base=c.rope_base)
 
     def run_with_cache(self, tokens: torch.Tensor, names_filter=None):
-        hooks: dict[str, torch.Tensor] = {}
+        hooks = HookPoints()
         with torch.no_grad():
             logits = self.model(tokens, hooks)
-        keep = {k: v for k, v in hooks.items() if names_filter is None or names_filter(k)}
+        keep = {k: v for k, v in hooks.cache.items() if names_filter is None or names_filter(k)}
         return logits, keep
+
+    def run_with_hooks(self, tokens: torch.Tensor, fwd_hooks=()):
+        with torch.no_grad():
+            return self.model(tokens, HookPoints(list(fwd_hooks)))
 
     @property
     def W_E(self) -> torch.Tensor:

