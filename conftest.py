@@ -42,6 +42,17 @@ def pytest_addoption(parser) -> None:
         "without it the paper: tests skip",
     )
     group.addoption(
+        "--toy-seeds",
+        type=int,
+        default=3,
+        help="seeds per scheme of the free toy runs (toy:<scheme>-s<seed> evidence); default 3",
+    )
+    group.addoption(
+        "--device",
+        default="cpu",
+        help="torch device for toy training (e.g. cuda where present); default cpu",
+    )
+    group.addoption(
         "--model",
         action="append",
         default=[],

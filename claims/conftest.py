@@ -30,6 +30,7 @@ from qkcore.errors import QKError
 from qkcore.evidence import SCHEME_FAMILY, EvidenceRef, evidence_params
 from qkcore.tables import PaperData, resolve_paper_data
 from qkcore.zoo import PACKAGED, PAPER_MODELS, LoadedModel, load_model, resolve_source
+from qkcore.zoo.toy import ToyConfig
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -180,6 +181,58 @@ def _weights_params(config: pytest.Config, marker: pytest.Mark) -> list:
     return params
 
 
+@dataclass(frozen=True)
+class ToyEvidence:
+    """A free toy run trained here (cached by config and code); loaded on first use."""
+
+    ref: EvidenceRef
+    config: ToyConfig
+    device: str = "cpu"
+
+    def run(self):
+        return _toy_run(self.config, self.device)
+
+    def model(self) -> LoadedModel:
+        return _toy_loaded(self.config, self.device)
+
+    def head_table(self) -> pd.DataFrame:
+        from qkcore.headtable import cached_head_table
+
+        return cached_head_table(self.model())
+
+
+@cache
+def _toy_run(config: ToyConfig, device: str):
+    from qkcore.zoo.toycache import trained_run
+
+    return trained_run(config, device=device)
+
+
+@cache
+def _toy_loaded(config: ToyConfig, device: str) -> LoadedModel:
+    return _toy_run(config, device).loaded()
+
+
+def _toy_params(config: pytest.Config, marker: pytest.Mark) -> list:
+    schemes = marker.kwargs.get("schemes")
+    params = []
+    for scheme in ("ape", "rope", "alibi"):
+        if schemes is not None and scheme not in schemes:
+            continue
+        for seed in range(config.getoption("--toy-seeds")):
+            toy = ToyConfig(scheme=scheme, seed=seed)
+            ref = EvidenceRef("toy", f"{scheme}-s{seed}", scheme)
+            (param,) = evidence_params([ref])
+            params.append(
+                pytest.param(
+                    ToyEvidence(ref, toy, config.getoption("--device")),
+                    id=ref.evidence_id,
+                    marks=param.marks,
+                )
+            )
+    return params
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
     marker = metafunc.definition.get_closest_marker("evidence")
@@ -190,6 +243,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 params += _paper_params(config, marker)
             elif kind == "weights":
                 params += _weights_params(config, marker)
+            elif kind == "toy":
+                params += _toy_params(config, marker)
             else:
                 raise pytest.UsageError(f"evidence kind {kind!r} has no source yet")
         metafunc.parametrize("evidence", params)

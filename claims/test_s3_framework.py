@@ -2,8 +2,9 @@
 
 F1 (gauge), F3 (fast path) and F5 (Saponati) are mathematical facts about the metrics; they are
 property-tested over random operators in ``qkcore/tests`` (test_spectra.py) and checked here on
-every piece of evidence that carries weights. The published tables carry no weights, so they
-cannot bear on F1/F3/F5; they do carry GPT-2's matched-null statistics, which F4 is about.
+every piece of evidence that carries weights: pretrained models and the toy models trained
+here. The published tables carry no weights, so they cannot bear on F1/F3/F5; they do carry
+GPT-2's matched-null statistics, which F4 is about.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def _gauge(rng: np.random.Generator, k: int, cond: float) -> np.ndarray:
     statement="A random G in GL(d_k) leaves M, its eigenvalues and D_head unchanged (~1e-14) "
     "while raw column norms change.",
 )
-@pytest.mark.evidence("weights")
+@pytest.mark.evidence("weights", "toy")
 def test_gauge_invariance_on_weights(evidence, claim_record):
     """Every head of the model: W_Q -> W_Q G, W_K -> W_K G^{-T} with one random G per head
     (condition number 10, seed 0). "Unchanged (~1e-14)" read as within one order of magnitude:
@@ -135,15 +136,16 @@ def test_gauge_invariance_on_weights(evidence, claim_record):
     statement="Scores rebuilt from M (+ bias terms) match the model's pre-softmax scores to < 1e-4 "
     "(absolute positions); RoPE: the diagonal i = j matches.",
 )
-@pytest.mark.evidence("weights")
+@pytest.mark.evidence("weights", "toy")
 def test_scores_rebuilt_from_factors(evidence, claim_record):
-    """32 random tokens (BOS first, seed 0), every head of every layer: scores rebuilt from the
-    analysed factors (norm folded/centred, GQA expanded, biases, the model's scale) against the
-    model's own ``hook_attn_scores``, unmasked entries only. Absolute positions: max absolute
-    error < 1e-4. RoPE: the diagonal (rotation cancels; rebuilt from M alone) matches to
-    < 1e-4; the full rebuild with the rotation (dims, base, pairing read from the model) is
-    recorded. Where the bridge's hook carries softmax probabilities (BERT), softmax(rebuilt) is
-    compared instead and the report says so."""
+    """32 random tokens (BOS first where there is one, seed 0), every head of every layer:
+    scores rebuilt from the analysed factors (norm folded/centred, GQA expanded, biases, the
+    model's scale, ALiBi bias for ALiBi toys) against the model's own ``hook_attn_scores``,
+    unmasked entries only. Absolute positions: max absolute error < 1e-4. RoPE: the diagonal
+    (rotation cancels; rebuilt from M alone) matches to < 1e-4; the full rebuild with the
+    rotation (dims, base, pairing read from the model) is recorded. Where the bridge's hook
+    carries softmax probabilities (BERT), softmax(rebuilt) is compared instead and the report
+    says so."""
     model = evidence.model()
     check = convention_check(model)
     claim_record.measure(
@@ -172,7 +174,7 @@ def test_scores_rebuilt_from_factors(evidence, claim_record):
     statement="The rank-k core path is exact (dir_frac difference ~1e-16 vs the d x d "
     "computation).",
 )
-@pytest.mark.evidence("weights")
+@pytest.mark.evidence("weights", "toy")
 def test_core_path_is_exact_on_weights(evidence, claim_record):
     """Every head: dir_frac from the k x k core against ||M_A||_F/||M||_F of the dense d x d
     matrix. "~1e-16" read as within one order of magnitude: max difference <= 1e-15."""
@@ -198,7 +200,7 @@ def test_core_path_is_exact_on_weights(evidence, claim_record):
     section="2",
     statement="dir_frac is a monotone transform of Saponati's score, s = 1 - 2 dir_frac^2.",
 )
-@pytest.mark.evidence("weights")
+@pytest.mark.evidence("weights", "toy")
 def test_saponati_relation_on_weights(evidence, claim_record):
     """Every head. Saponati et al.'s score in their paper's [-1, 1] form
     ``(||M_S||^2 - ||M_A||^2)/||M||^2`` must equal 1 - 2 dir_frac^2 to rounding (<= 1e-12), and
@@ -227,7 +229,7 @@ def test_saponati_relation_on_weights(evidence, claim_record):
     statement="Full RoPE reconstruction from {M_t, theta_t} matches the model's scores to 1e-6 "
     "(fp32).",
 )
-@pytest.mark.evidence("weights", schemes=("rope", "rope-partial"))
+@pytest.mark.evidence("weights", "toy", schemes=("rope", "rope-partial"))
 def test_rope_reconstruction_from_frequency_operators(evidence, claim_record):
     """RoPE models: every head's scores on 32 random tokens (seed 0) rebuilt from its
     per-frequency operators M_t and frequencies theta_t (biases as an extra input row), against

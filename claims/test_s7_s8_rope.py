@@ -106,7 +106,7 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record)
     statement="The Im(M_t) ablation symmetrizes the relative-position kernel; full = symmetric + "
     "directional verified to 6e-6 (fp32).",
 )
-@pytest.mark.evidence("weights", schemes=ROPE)
+@pytest.mark.evidence("weights", "toy", schemes=ROPE)
 def test_ablation_symmetrizes_the_kernel(evidence, claim_record):
     """Every head of the model. Kernel S(D), D = -32..32, with the mean attention input over
     32 random tokens (seed 0) as the content vector on both sides, rebuilt from {M_t, theta_t}

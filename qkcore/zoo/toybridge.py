@@ -17,6 +17,7 @@ from ..operators import QKFactors
 from ..rope import RotaryInfo
 from .loader import LoadedModel
 from .toy import HookPoints, alibi_slopes
+from .toycache import run_key
 
 __all__ = ["ToyBridge", "loaded_toy"]
 
@@ -89,6 +90,6 @@ def loaded_toy(run: Any, model: Any | None = None) -> LoadedModel:
         attn_scale=float(np.sqrt(config.d_head)),
         bridge=ToyBridge(model),
         tokenizer=_NoTokenizer(),
-        content_key=f"toy-{config.label}",
+        content_key=run_key(config),
         alibi_slopes=alibi_slopes(config.n_heads).double().numpy() if scheme == "alibi" else None,
     )
