@@ -2,7 +2,8 @@
 
 1. steps per second of ``qkcore.zoo.toy.train`` against a minimal plain-PyTorch loop of the same
    model and data (same run, same thread count): the overhead of evals, checkpoints, penalties;
-2. formation step and wall time to formation for free APE, RoPE and ALiBi runs (``--seeds``);
+2. formation step and CPU time to formation for free APE, RoPE and ALiBi runs (``--seeds``),
+   and whether each formed the classic circuit (layer-0 prev head, layer-1 induction head);
 3. optionally (``--grid``) the §10 grid, 5 arms x ``--seeds`` seeds, over 2 processes.
 
     python benchmarks/bench_toy.py --seeds 3
@@ -18,7 +19,8 @@ from concurrent.futures import ProcessPoolExecutor
 import torch
 import torch.nn.functional as F
 
-from qkcore.zoo.toy import ToyConfig, ToyTransformer, sample_batch, train
+from qkcore.zoo.toy import ToyConfig, ToyTransformer, circuit_report, sample_batch, train
+from qkcore.zoo.toycache import trained_run
 
 ARMS = [
     ("ape", "free", 0.0),
@@ -46,12 +48,14 @@ def plain_loop(config: ToyConfig, steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def one_run(args: tuple[str, str, float, int]) -> tuple[str, float, float, int]:
+def one_run(args: tuple[str, str, float, int]) -> tuple:
+    """Train (or read from the run cache, which the claims then reuse) and classify a run."""
     scheme, constraint, lam, seed = args
     config = ToyConfig(scheme=scheme, constraint=constraint, lam=lam, seed=seed)
-    run = train(config, progress=False)
+    run = trained_run(config, progress=False)
     steps = run.history[-1]["step"]
-    return config.label, run.formation_step, run.seconds, steps
+    to_formation = run.seconds * run.formation_step / max(steps, 1)
+    return config.label, run.formation_step, to_formation, run.seconds, steps, circuit_report(run)
 
 
 def main() -> None:
@@ -75,10 +79,19 @@ def main() -> None:
     with ProcessPoolExecutor(2) as pool:
         results = list(pool.map(one_run, jobs))
     wall = time.perf_counter() - start
-    print(f"{'run':<22}{'formation step':>16}{'seconds':>9}{'steps run':>11}")
-    for label, formed, seconds, steps in results:
-        print(f"{label:<22}{formed:>16.0f}{seconds:>9.1f}{steps:>11}")
-    print(f"{len(jobs)} runs on 2 processes: {wall:.0f} s wall")
+    print(
+        f"{'run':<20}{'formed at':>10}{'s to form':>10}{'s total':>9}{'steps':>7}"
+        f"{'prev L0':>9}{'ind L1':>8}  circuit"
+    )
+    for label, formed, to_form, seconds, steps, circuit in results:
+        kind = "classic" if circuit["classic"] else "NON-CLASSIC"
+        print(
+            f"{label:<20}{formed:>10.0f}{to_form:>10.1f}{seconds:>9.1f}{steps:>7}"
+            f"{circuit['prev_layer0']:>9.2f}{circuit['ind_layer1']:>8.2f}  {kind}"
+        )
+    print(
+        f"{len(jobs)} runs on 2 processes: {wall:.0f} s wall (cached runs are read, not retrained)"
+    )
 
 
 if __name__ == "__main__":

@@ -376,6 +376,29 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
         torch.set_num_threads(threads)
 
 
+def circuit_report(run: TrainedRun, threshold: float = 0.5) -> dict[str, Any]:
+    """Which heads carry the formed circuit, and whether it is the classic one.
+
+    Classic: a layer-0 head with prev-token score >= ``threshold`` and a layer-1 head with
+    induction score >= ``threshold`` ([r, r] repeated tokens, 200 sequences). Runs that solve
+    the task otherwise (e.g. a RoPE layer-0 head that is not a previous-token head) are
+    reported as such, never dropped.
+    """
+    from ..behaviour import BehaviourSpec, model_behaviour
+
+    length = min(64, run.config.seq_len // 2)
+    scores = model_behaviour(run.loaded(), BehaviourSpec(length=length))
+    prev0 = float(scores["prev"][0].max())
+    ind1 = float(scores["ind"][-1].max())
+    return {
+        "prev_layer0": prev0,
+        "ind_layer1": ind1,
+        "prev_head": int(scores["prev"][0].argmax()),
+        "ind_head": int(scores["ind"][-1].argmax()),
+        "classic": prev0 >= threshold and ind1 >= threshold,
+    }
+
+
 def with_overrides(config: ToyConfig, **overrides: Any) -> ToyConfig:
     """``replace`` that validates (dataclass ``replace`` re-runs ``__post_init__``)."""
     return replace(config, **overrides)
