@@ -28,7 +28,14 @@ from .behaviour import induction_losses
 from .errors import QKError
 from .rope import frequency_operators, rope_scores
 
-__all__ = ["KINDS", "ablated_scores", "ablation_effect", "run_with_hooks", "with_ablation"]
+__all__ = [
+    "KINDS",
+    "ablated_scores",
+    "ablation_effect",
+    "ablation_sweep",
+    "run_with_hooks",
+    "with_ablation",
+]
 
 KINDS = ("keep_sym", "keep_antisym", "drop_imag")
 
@@ -129,3 +136,15 @@ def ablation_effect(
     logits, _ = run_with_hooks(model, tokens, with_ablation(model, layer, head, kind))
     ablated = induction_losses(logits, tokens, length)["induction_loss"]
     return {"before": baseline, "after": ablated, "delta": ablated - baseline}
+
+
+def ablation_sweep(model, kind: str, tokens: np.ndarray, length: int) -> np.ndarray:
+    """Change in induction loss ``[L, H]`` when ``kind`` is applied to each head in turn."""
+    logits, _ = run_with_hooks(model, tokens, [])
+    baseline = induction_losses(logits, tokens, length)["induction_loss"]
+    out = np.empty((model.n_layers, model.n_heads))
+    for layer in range(model.n_layers):
+        for head in range(model.n_heads):
+            effect = ablation_effect(model, layer, head, kind, tokens, length, baseline)
+            out[layer, head] = effect["delta"]
+    return out

@@ -14,7 +14,10 @@ Columns (one row per head, sorted by layer and head):
   normalised as the model's first norm would (centred for LayerNorm, unit RMS), the mean over
   tokens of the row z-score of the diagonal of ``E M E^T``: how much a token's query prefers
   its own key over other tokens' keys;
-- RoPE models: ``rope_imag_frac, freq_centroid, hi_freq_dir``.
+- RoPE models: ``rope_imag_frac, freq_centroid, hi_freq_dir``;
+- with ``TableSpec(ablations=True)``: ``dInd_rope`` (RoPE) or ``dICL_sym`` / ``dICL_anti``
+  (others): the change of induction loss when the head's Im(M_t) terms, M_A or M_S are
+  removed (:mod:`qkcore.ablation`).
 
 Model-level numbers (induction loss, ICL proxy) go to ``table.attrs``. Tables are cached on
 disk keyed by the model's content key, the parameters and the source of the modules that
@@ -37,9 +40,16 @@ from .nulls import NULL_METRICS, matched_sigma_null, singular_values
 from .rope import phase_features
 from .spectra import spectral_metrics
 
-__all__ = ["TableSpec", "cached_head_table", "code_version", "head_table"]
+__all__ = [
+    "COMPARE_TOLERANCE",
+    "TableSpec",
+    "cached_head_table",
+    "code_version",
+    "compare_tables",
+    "head_table",
+]
 
-_SOURCES = ("operators", "spectra", "nulls", "linalg", "behaviour", "rope", "headtable")
+_SOURCES = ("operators", "spectra", "nulls", "linalg", "behaviour", "rope", "headtable", "ablation")
 
 
 def code_version() -> str:
@@ -57,6 +67,10 @@ class TableSpec:
     null_seed: int = 0
     self_match_tokens: int = 2000
     behaviour: BehaviourSpec = field(default_factory=BehaviourSpec)
+    #: Per-head ablation sweeps on the induction task (one forward pass per head and kind):
+    #: cheap for toys, minutes to hours for pretrained models, so off unless asked for.
+    ablations: bool = False
+    ablation_sequences: int = 50
 
     def key(self) -> str:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
@@ -106,6 +120,26 @@ def _self_match(model, n_tokens: int, seed: int) -> np.ndarray:
     return z.mean(axis=-1)
 
 
+def _ablation_columns(model, spec: TableSpec) -> dict[str, np.ndarray]:
+    """``dInd_rope`` (RoPE: Im(M_t) dropped) or ``dICL_sym`` / ``dICL_anti`` (M_A / M_S removed):
+    change of the induction loss on ``ablation_sequences`` ``[BOS, r, r]`` sequences."""
+    from .ablation import ablation_sweep
+    from .behaviour import _token_range, repeated_random_tokens
+
+    b = spec.behaviour
+    low, vocab = _token_range(model)
+    bos = getattr(model.tokenizer, "bos_token_id", None)
+    tokens = repeated_random_tokens(
+        spec.ablation_sequences, b.length, vocab, bos, b.seed + 1, low=low
+    )
+    if model.rotary is not None:
+        return {"dInd_rope": ablation_sweep(model, "drop_imag", tokens, b.length)}
+    return {
+        "dICL_sym": ablation_sweep(model, "keep_sym", tokens, b.length),  # M_A removed
+        "dICL_anti": ablation_sweep(model, "keep_antisym", tokens, b.length),  # M_S removed
+    }
+
+
 def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
     """Build the per-head table of a loaded model (uncached; see :func:`cached_head_table`)."""
     ops = model.factors
@@ -126,6 +160,8 @@ def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
     columns["self_match"] = _self_match(model, spec.self_match_tokens, spec.null_seed)
     if model.rotary is not None:
         columns.update(phase_features(ops.A, ops.B, model.rotary))
+    if spec.ablations and model.causal:
+        columns.update(_ablation_columns(model, spec))
     table = pd.DataFrame({k: np.asarray(v).reshape(-1) for k, v in columns.items()})
     table.attrs = {
         "model": model.name,
@@ -149,3 +185,52 @@ def cached_head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
     table = pd.read_parquet(folder / "table.parquet")
     table.attrs = json.loads((folder / "attrs.json").read_text())
     return table
+
+
+#: Column -> largest absolute difference that still counts as "the same table" when a published
+#: table is recomputed from the same weights. Deterministic spectral columns: float32 weights
+#: analysed in float64 agree to ~1e-6, so 1e-3 only absorbs bf16 storage. Behaviour columns are
+#: means over 200 x 64 attention weights on different random tokens: their Monte Carlo spread
+#: is ~0.01, so 0.05 is 5 of those. Null means are over 300 draws with another seed: 0.01.
+COMPARE_TOLERANCE = {
+    "dir_frac": 1e-3,
+    "D_head": 1e-3,
+    "imag_mass": 1e-3,
+    "henrici": 1e-3,
+    "content_pos_frac": 1e-3,
+    "spectral_radius": 1e-3,
+    "rope_imag_frac": 1e-3,
+    "freq_centroid": 1e-3,
+    "hi_freq_dir": 1e-3,
+    "prev": 0.05,
+    "dup": 0.05,
+    "ind": 0.05,
+    "dir_frac_null_mean": 0.01,
+    "D_head_null_mean": 0.01,
+}
+
+
+def compare_tables(published: pd.DataFrame, recomputed: pd.DataFrame) -> pd.DataFrame:
+    """Column-by-column agreement of two per-head tables of one model (heads matched on
+    layer/head): n, max absolute difference, Spearman rho, tolerance and whether it holds."""
+    import scipy.stats
+
+    merged = published.merge(recomputed, on=["layer", "head"], suffixes=("_pub", "_new"))
+    rows = []
+    for column, tol in COMPARE_TOLERANCE.items():
+        if f"{column}_pub" not in merged or f"{column}_new" not in merged:
+            continue
+        a, b = merged[f"{column}_pub"].to_numpy(), merged[f"{column}_new"].to_numpy()
+        diff = float(np.nanmax(np.abs(a - b)))
+        rho = float(scipy.stats.spearmanr(a, b).statistic) if len(a) > 2 else float("nan")
+        rows.append(
+            {
+                "column": column,
+                "n": len(a),
+                "max_abs_diff": diff,
+                "spearman": rho,
+                "tolerance": tol,
+                "agrees": diff <= tol,
+            }
+        )
+    return pd.DataFrame(rows)

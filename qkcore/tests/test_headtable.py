@@ -1,0 +1,70 @@
+"""Per-head tables: columns of the paper, ablation sweeps on a toy, table comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from qkcore.behaviour import BehaviourSpec
+from qkcore.headtable import TableSpec, compare_tables, head_table
+from qkcore.zoo.toy import ToyConfig, ToyTransformer
+from qkcore.zoo.toybridge import loaded_toy
+
+SPEC = TableSpec(
+    null_draws=20,
+    self_match_tokens=30,
+    behaviour=BehaviourSpec(n_seq=8, length=16),
+    ablations=True,
+    ablation_sequences=4,
+)
+
+
+def _toy(scheme: str):
+    torch.manual_seed(0)
+    return loaded_toy(
+        None, ToyTransformer(ToyConfig(scheme=scheme, d_model=32, d_head=8, seq_len=40))
+    )
+
+
+def test_toy_table_has_the_paper_columns_and_sweeps():
+    rope = head_table(_toy("rope"), SPEC)
+    assert len(rope) == 8 and list(rope[["layer", "head"]].iloc[5]) == [1, 1]
+    for column in (
+        "dir_frac",
+        "D_head",
+        "D_head_z",
+        "prev",
+        "ind",
+        "copying",
+        "self_match",
+        "rope_imag_frac",
+        "freq_centroid",
+        "dInd_rope",
+    ):
+        assert column in rope and rope[column].notna().all(), column
+    assert "induction_loss" in rope.attrs
+    ape = head_table(_toy("ape"), SPEC)
+    assert {"dICL_sym", "dICL_anti"} <= set(ape.columns) and "rope_imag_frac" not in ape
+
+
+def test_compare_tables_flags_only_real_differences():
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame(
+        {
+            "layer": np.repeat([0, 1], 3),
+            "head": np.tile([0, 1, 2], 2),
+            "dir_frac": rng.random(6),
+            "prev": rng.random(6),
+        }
+    )
+    same = base.copy()
+    same["prev"] += 0.01  # within the behaviour tolerance
+    result = compare_tables(base, same).set_index("column")
+    assert result.loc["dir_frac", "agrees"] and result.loc["prev", "agrees"]
+    moved = base.copy()
+    moved.loc[2, "dir_frac"] += 0.01
+    result = compare_tables(base, moved).set_index("column")
+    assert not result.loc["dir_frac", "agrees"]
+    assert result.loc["dir_frac", "max_abs_diff"] == pytest.approx(0.01)
