@@ -33,6 +33,8 @@ __all__ = [
     "ablated_scores",
     "ablation_effect",
     "ablation_sweep",
+    "corpus_sweep",
+    "next_token_loss",
     "run_with_hooks",
     "with_ablation",
 ]
@@ -147,4 +149,24 @@ def ablation_sweep(model, kind: str, tokens: np.ndarray, length: int) -> np.ndar
         for head in range(model.n_heads):
             effect = ablation_effect(model, layer, head, kind, tokens, length, baseline)
             out[layer, head] = effect["delta"]
+    return out
+
+
+def next_token_loss(logits: np.ndarray, tokens: np.ndarray) -> float:
+    """Mean next-token cross-entropy over every position of ``tokens: [B, n]``."""
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    logp = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    return float(-np.take_along_axis(logp[:, :-1], tokens[:, 1:, None], axis=-1).mean())
+
+
+def corpus_sweep(model, kind: str, tokens: np.ndarray) -> np.ndarray:
+    """Change in corpus cross-entropy ``[L, H]`` when ``kind`` is applied to each head in turn
+    (paper §5's dCE; ``tokens`` e.g. from :func:`qkcore.corpus.stdlib_corpus`)."""
+    logits, _ = run_with_hooks(model, tokens, [])
+    baseline = next_token_loss(logits, tokens)
+    out = np.empty((model.n_layers, model.n_heads))
+    for layer in range(model.n_layers):
+        for head in range(model.n_heads):
+            logits, _ = run_with_hooks(model, tokens, with_ablation(model, layer, head, kind))
+            out[layer, head] = next_token_loss(logits, tokens) - baseline
     return out

@@ -100,3 +100,38 @@ def test_bridge_ablation_on_smollm2_edits_one_head():
     assert not np.allclose(
         edited["blocks.3.attn.hook_pattern"][:, 4], clean["blocks.3.attn.hook_pattern"][:, 4]
     )
+
+
+def test_corpus_is_fixed_prose_and_windows_tile_it():
+    from qkcore.corpus import corpus_text, stdlib_corpus
+
+    text = corpus_text()
+    assert text == corpus_text() and len(text) > 100_000
+
+    class WordTokenizer:
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": [hash(w) % 1000 for w in text.split()]}
+
+    tokens = stdlib_corpus(WordTokenizer(), n_seq=4, length=16)
+    assert tokens.shape == (4, 16)
+    first = [hash(w) % 1000 for w in text.split()][:64]
+    np.testing.assert_array_equal(tokens.ravel(), first)
+    with pytest.raises(QKError, match="stdlib corpus has"):
+        stdlib_corpus(WordTokenizer(), n_seq=10**6, length=100)
+
+
+def test_corpus_sweep_on_a_toy_is_zero_for_a_head_whose_part_is_everything():
+    """keep_sym on a head with symmetric M changes nothing: dCE = 0 for that head."""
+    from qkcore.ablation import corpus_sweep
+
+    model = _toy("ape")
+    A = model.factors.A
+    model.factors.B[0, 0] = A[0, 0]  # the analysis view only: head L0.H0 reads as symmetric
+    torch_model = model.bridge.model
+    with torch.no_grad():
+        torch_model.attn[0].W_K[0] = torch_model.attn[0].W_Q[0]
+    tokens = np.random.default_rng(0).integers(0, 64, size=(2, 24))
+    effect = corpus_sweep(model, "keep_sym", tokens)
+    assert effect.shape == (2, 4)
+    assert abs(effect[0, 0]) < 1e-5
+    assert np.abs(effect).max() > 1e-4
