@@ -65,17 +65,16 @@ def corpus_text() -> str:
     import warnings
 
     parts = []
-    for name in CORPUS_MODULES:
-        module = importlib.import_module(name)
-        parts.append(inspect.getdoc(module) or "")
-        with warnings.catch_warnings():  # typing.io / typing.re warn when touched
-            warnings.simplefilter("ignore", DeprecationWarning)
-            members = sorted(inspect.getmembers(module), key=lambda kv: kv[0])
-        for _, member in members:
-            if inspect.isclass(member) or inspect.isfunction(member):
-                doc = inspect.getdoc(member)
-                if doc and len(doc) > 80:
-                    parts.append(doc)
+    with warnings.catch_warnings():  # typing.io / typing.re warn when their docs are read
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for name in CORPUS_MODULES:
+            module = importlib.import_module(name)
+            parts.append(inspect.getdoc(module) or "")
+            for _, member in sorted(inspect.getmembers(module), key=lambda kv: kv[0]):
+                if inspect.isclass(member) or inspect.isfunction(member):
+                    doc = inspect.getdoc(member)
+                    if doc and len(doc) > 80:
+                        parts.append(doc)
     return "\n\n".join(p for p in parts if p)
 
 
