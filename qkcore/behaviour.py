@@ -34,6 +34,7 @@ __all__ = [
     "BehaviourSpec",
     "head_scores",
     "induction_losses",
+    "k_composition",
     "pattern_scores",
     "repeated_random_tokens",
 ]
@@ -142,4 +143,39 @@ def model_behaviour(model, spec: BehaviourSpec = BehaviourSpec()) -> dict[str, n
     if losses:
         for key in losses[0][1]:
             out[key] = sum(n * d[key] for n, d in losses) / spec.n_seq
+    return out
+
+
+def k_composition(model) -> np.ndarray:
+    """K-composition ``[L, H, L, H]``: entry ``[l2, h2, l1, h1]`` is how much head (l2, h2)'s
+    keys read what head (l1, h1) writes (NaN unless ``l1 < l2``).
+
+    With row-vector residuals, (l1, h1) adds ``x W_V W_O`` and (l2, h2) scores
+    ``x_i W_Q W_K^T x_j^T``, so the key side sees ``W_QK W_OV^T``; the score is the normalised
+    Frobenius overlap ``||W_Q W_K^T W_O^T W_V^T||_F / (||W_Q W_K^T||_F ||W_V W_O||_F)``
+    (Elhage et al. 2021), computed from k x k Gram matrices, never d x d.
+    """
+    import torch
+
+    with torch.no_grad():
+        W_V = model.bridge.W_V.double().numpy()
+        W_O = model.bridge.W_O.double().numpy()
+    W_V = np.repeat(W_V, model.n_heads // W_V.shape[1], axis=1)  # GQA
+    A, B = model.factors.A, model.factors.B  # [L, H, d, k]
+    gq = np.swapaxes(A, -1, -2) @ A  # W_Q^T W_Q
+    gv = np.swapaxes(W_V, -1, -2) @ W_V  # W_V^T W_V
+    qk_norm = np.sqrt(model.factors.frobenius_sq)  # [L, H]
+    ov_norm = np.sqrt(np.einsum("lhij,lhji->lh", gv, W_O @ np.swapaxes(W_O, -1, -2)))
+    L, H = model.n_layers, model.n_heads
+    out = np.full((L, H, L, H), np.nan)
+    for l2 in range(1, L):
+        # P = W_K^T W_O^T for every earlier head: [H2, L1, H1, k, k_v]
+        P = np.einsum("hdk,lgvd->hlgkv", B[l2], W_O[:l2])
+        # ||W_Q P W_V^T||^2 = tr(gq P gv P^T)
+        left = np.einsum("hij,hlgjv->hlgiv", gq[l2], P)
+        right = np.einsum("hlgiv,lgvw->hlgiw", P, gv[:l2])
+        sq = np.einsum("hlgiv,hlgiv->hlg", left, right)
+        out[l2, :, :l2] = np.sqrt(np.clip(sq, 0, None)) / (
+            qk_norm[l2][:, None, None] * ov_norm[:l2][None]
+        )
     return out

@@ -64,3 +64,24 @@ def test_induction_loss_of_a_perfect_copier_is_zero_on_the_second_copy():
 def test_pattern_shape_checked():
     with pytest.raises(QKError, match="do not hold a repeated sequence"):
         pattern_scores(np.zeros((1, 1, 5, 5)), L)
+
+
+def test_k_composition_equals_the_dense_definition():
+    import torch
+
+    from qkcore.behaviour import k_composition
+    from qkcore.zoo.toy import ToyConfig, ToyTransformer
+    from qkcore.zoo.toybridge import loaded_toy
+
+    torch.manual_seed(0)
+    model = loaded_toy(None, ToyTransformer(ToyConfig(d_model=24, d_head=6, seq_len=16)))
+    comp = k_composition(model)
+    assert np.isnan(comp[0]).all()
+    W_V = model.bridge.W_V.double().numpy()
+    W_O = model.bridge.W_O.double().numpy()
+    for h2 in range(4):
+        qk = model.factors.A[1, h2] @ model.factors.B[1, h2].T
+        for h1 in range(4):
+            ov = W_V[0, h1] @ W_O[0, h1]
+            dense = np.linalg.norm(qk @ ov.T) / (np.linalg.norm(qk) * np.linalg.norm(ov))
+            assert comp[1, h2, 0, h1] == pytest.approx(dense, rel=1e-10)
