@@ -1,7 +1,7 @@
 """Benchmark: per-head table time on 2 cores, split into spectra, null, behaviour, ablation sweep.
 
     python benchmarks/bench_table.py                 # MiniLM and SmolLM2
-    python benchmarks/bench_table.py --sweep-heads 3 # time the Im(M_t) sweep on 3 heads, extrapolate
+    python benchmarks/bench_table.py --sweep-heads 3 # time the sweep on 3 heads, extrapolate
 
 The ablation sweep is one forward pass per head over ``ablation_sequences`` sequences; for a
 pretrained model it is timed on a few heads and extrapolated to all (heads cost the same).
