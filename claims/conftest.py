@@ -196,9 +196,10 @@ class ToyEvidence:
         return _toy_loaded(self.config, self.device)
 
     def head_table(self) -> pd.DataFrame:
-        from qkcore.headtable import cached_head_table
+        """Per-head table with the ablation sweeps (8 heads: cheap on a toy)."""
+        from qkcore.headtable import TableSpec, cached_head_table
 
-        return cached_head_table(self.model())
+        return cached_head_table(self.model(), TableSpec(ablations=True))
 
 
 @cache

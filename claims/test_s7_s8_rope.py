@@ -70,12 +70,14 @@ def test_phase_features_explain_the_partial(evidence, claim_record):
     "lands on a top-2 prev head in every RoPE model (Pythia-410m 5.2: 0.52 -> 2.24; Pythia-1.4B "
     "1.11: 0.56 -> 1.11; Llama L14.H26: 0.30 -> 0.91); 92-99% of heads move < 0.01.",
 )
-@pytest.mark.evidence("paper", schemes=ROPE, columns=("prev", "dInd_rope"))
+@pytest.mark.evidence("paper", "toy", schemes=ROPE, columns=("prev", "dInd_rope"))
 def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record):
     """The head with the largest dInd_rope is one of the two heads with the largest prev score,
     and is the paper's head; its dInd_rope equals after - before within 0.01 (two 2-decimal
     numbers); the share of heads with |dInd_rope| < 0.01 lies in [0.915, 0.995] (the printed
-    92-99% range at its printed precision)."""
+    92-99% range at its printed precision). On an 8-head toy (sweep over all heads, 50
+    sequences) the share cannot fall in that range except at 8/8, so there it is recorded and
+    only the first part is asserted."""
     table = evidence.head_table()
     top_effect = table.loc[table["dInd_rope"].idxmax()]
     top_prev = {head_name(row) for _, row in top_k_heads(table, "prev", 2).iterrows()}
@@ -97,7 +99,8 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record)
     if paper is not None:
         assert head_name(top_effect) == paper[0]
         assert abs(top_effect["dInd_rope"] - (paper[2] - paper[1])) <= 0.01
-    assert 0.915 <= share_still <= 0.995
+    if evidence.ref.kind != "toy":
+        assert 0.915 <= share_still <= 0.995
 
 
 @pytest.mark.claim(
