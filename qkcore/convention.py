@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import QKError
 from .rope import apply_rotary
 
 __all__ = [
@@ -82,6 +83,18 @@ class ConventionCheck:
     n_tokens: int
 
 
+def _random_forward(model, n_tokens: int, seed: int, hooks: tuple[str, ...]) -> dict:
+    """One forward pass on uniform random tokens (seeded; BOS first where the tokenizer has
+    one), returning ``blocks.{l}.attn.<hook>`` for every layer and hook."""
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, model.d_vocab, size=(1, n_tokens))
+    bos = getattr(model.tokenizer, "bos_token_id", None)
+    if bos is not None:
+        tokens[0, 0] = bos
+    names = {f"blocks.{layer}.attn.{h}" for layer in range(model.n_layers) for h in hooks}
+    return model.run_with_cache(tokens, names)
+
+
 def _softmax(s: np.ndarray) -> np.ndarray:
     z = s - s.max(axis=-1, keepdims=True)
     e = np.exp(z)
@@ -97,19 +110,9 @@ def convention_check(model, *, n_tokens: int = 32, seed: int = 0) -> ConventionC
     to one and matching ``hook_pattern``), recorded in ``hook_holds``, and the comparison is then
     made between softmax(rebuilt scores) and the hook.
     """
-    rng = np.random.default_rng(seed)
-    tokens = rng.integers(0, model.d_vocab, size=(1, n_tokens))
-    bos = getattr(model.tokenizer, "bos_token_id", None)
-    if bos is not None:
-        tokens[0, 0] = bos
-    names = set()
-    for layer in range(model.n_layers):
-        names |= {
-            f"blocks.{layer}.attn.q.hook_in",
-            f"blocks.{layer}.attn.hook_attn_scores",
-            f"blocks.{layer}.attn.hook_pattern",
-        }
-    cache = model.run_with_cache(tokens, names)
+    cache = _random_forward(
+        model, n_tokens, seed, ("q.hook_in", "hook_attn_scores", "hook_pattern")
+    )
     mask = np.tril(np.ones((n_tokens, n_tokens), dtype=bool)) if model.causal else None
     worst_abs, worst_rel, worst_diag = 0.0, 0.0, 0.0
     holds = "scores"
@@ -167,16 +170,8 @@ def frequency_check(model, *, n_tokens: int = 32, seed: int = 0, max_offset: int
     from .rope import frequency_operators, relative_kernel, rope_scores
 
     if model.rotary is None:
-        raise ValueError(f"{model.name} has no rotary embedding")
-    rng = np.random.default_rng(seed)
-    tokens = rng.integers(0, model.d_vocab, size=(1, n_tokens))
-    bos = getattr(model.tokenizer, "bos_token_id", None)
-    if bos is not None:
-        tokens[0, 0] = bos
-    names = set()
-    for layer in range(model.n_layers):
-        names |= {f"blocks.{layer}.attn.q.hook_in", f"blocks.{layer}.attn.hook_attn_scores"}
-    cache = model.run_with_cache(tokens, names)
+        raise QKError(f"{model.name} has no rotary embedding: there are no M_t to rebuild from.")
+    cache = _random_forward(model, n_tokens, seed, ("q.hook_in", "hook_attn_scores"))
     mask = np.tril(np.ones((n_tokens, n_tokens), dtype=bool))
     positions = np.arange(n_tokens)
     worst = {"abs": 0.0, "rel": 0.0, "split": 0.0, "ablated": 0.0, "intact": 0.0}
