@@ -19,7 +19,7 @@ predict: the scores describe routing, not an autoregressive circuit; no loss is 
 Example::
 
     tokens = repeated_random_tokens(n_seq=200, length=64, vocab=50000, bos=1, seed=0)
-    scores = head_scores(patterns, length=64)   # patterns: [L, B, H, n, n] -> dict of [L, H]
+    scores = pattern_scores(patterns, length=64)  # [L, B, H, n, n] -> dict of [L, H]
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from .errors import QKError
 
 __all__ = [
     "BehaviourSpec",
-    "head_scores",
     "induction_losses",
     "k_composition",
     "pattern_scores",
@@ -82,11 +81,6 @@ def pattern_scores(pattern: np.ndarray, length: int) -> dict[str, np.ndarray]:
     for name, offset in (("prev", 1), ("dup", length), ("ind", length - 1)):
         out[name] = pattern[..., i, i - offset].mean(axis=(-1, -3))
     return out
-
-
-def head_scores(patterns: np.ndarray, length: int) -> dict[str, np.ndarray]:
-    """Alias of :func:`pattern_scores` for stacked layers ``[L, B, H, n, n]`` -> ``[L, H]``."""
-    return pattern_scores(patterns, length)
 
 
 def induction_losses(logits: np.ndarray, tokens: np.ndarray, length: int) -> dict[str, float]:

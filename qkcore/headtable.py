@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .behaviour import BehaviourSpec, model_behaviour
+from .behaviour import BehaviourSpec, _token_range, model_behaviour
 from .diskcache import DiskCache
 from .nulls import NULL_METRICS, matched_sigma_null, singular_values
 from .rope import phase_features
@@ -104,7 +104,7 @@ def _self_match(model, n_tokens: int, seed: int) -> np.ndarray:
     import torch
 
     rng = np.random.default_rng(seed)
-    low = min(1000, model.d_vocab // 10)
+    low, _ = _token_range(model)
     ids = rng.choice(
         np.arange(low, model.d_vocab), size=min(n_tokens, model.d_vocab - low), replace=False
     )
@@ -124,7 +124,7 @@ def _ablation_columns(model, spec: TableSpec) -> dict[str, np.ndarray]:
     """``dInd_rope`` (RoPE: Im(M_t) dropped) or ``dICL_sym`` / ``dICL_anti`` (M_A / M_S removed):
     change of the induction loss on ``ablation_sequences`` ``[BOS, r, r]`` sequences."""
     from .ablation import ablation_sweep
-    from .behaviour import _token_range, repeated_random_tokens
+    from .behaviour import repeated_random_tokens
 
     b = spec.behaviour
     low, vocab = _token_range(model)

@@ -29,6 +29,8 @@ from typing import Any
 
 import pytest
 
+from .report import claim_key
+
 __all__ = ["ClaimRecorder", "Measurement"]
 
 PROPERTY_KEY = "qk_claim"
@@ -448,7 +450,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         counts = per_claim.setdefault(result["claim"], dict.fromkeys(VERDICTS, 0))
         counts[result["verdict"] or "error"] += 1
     width = max(len(c) for c in per_claim)
-    for claim in sorted(per_claim, key=_claim_sort_key):
+    for claim in sorted(per_claim, key=claim_key):
         counts = per_claim[claim]
         text = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
         tr.write_line(f"{claim:<{width}}  {text}")
@@ -468,12 +470,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         tr.write_line(f"baseline rewritten: {state.baseline_label}")
     for path in paths:
         tr.write_line(f"report: {path}")
-
-
-def _claim_sort_key(claim: str) -> tuple:
-    import re
-
-    match = re.match(r"([A-Z]+)(\d+)(.*)", claim or "")
-    if not match:
-        return ("~", 0, claim or "")
-    return (match.group(1), int(match.group(2)), match.group(3))

@@ -52,13 +52,14 @@ def environment() -> dict[str, str]:
     }
 
 
-def _claim_key(claim: str) -> tuple:
+def claim_key(claim: str) -> tuple:
+    """Order claim IDs as the paper does: F1 < F5 < S4a < S10b (numbers compare as numbers)."""
     match = re.match(r"([A-Z]+)(\d+)(.*)", claim or "")
     return (match.group(1), int(match.group(2)), match.group(3)) if match else ("~", 0, claim)
 
 
 def _sorted(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(results, key=lambda r: (_claim_key(r["claim"]), r["evidence"], r["nodeid"]))
+    return sorted(results, key=lambda r: (claim_key(r["claim"]), r["evidence"], r["nodeid"]))
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -282,7 +283,7 @@ def render_html(results: list[dict[str, Any]], baseline: dict[str, Any], created
     if figures:
         parts.append("<h2>Figures</h2>")
         for title, spec in sorted(figures.items()):
-            claims = ", ".join(sorted(spec["claims"], key=_claim_key))
+            claims = ", ".join(sorted(spec["claims"], key=claim_key))
             try:
                 png = _figure_png(title, spec)
                 img = f"<img alt='{esc(title)}' src='data:image/png;base64,{png}'>"
@@ -293,7 +294,7 @@ def render_html(results: list[dict[str, Any]], baseline: dict[str, Any], created
     for r in results:
         by_claim[r["claim"]].append(r)
     parts.append("<h2>Claims</h2>")
-    for claim in sorted(by_claim, key=_claim_key):
+    for claim in sorted(by_claim, key=claim_key):
         rows = by_claim[claim]
         statement = next((r["statement"] for r in rows if r["statement"]), "")
         parts.append(
