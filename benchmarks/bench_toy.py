@@ -19,16 +19,9 @@ from concurrent.futures import ProcessPoolExecutor
 import torch
 import torch.nn.functional as F
 
+from qkcore.zoo.grid import GRID_ARMS
 from qkcore.zoo.toy import ToyConfig, ToyTransformer, circuit_report, sample_batch, train
 from qkcore.zoo.toycache import trained_run
-
-ARMS = [
-    ("ape", "free", 0.0),
-    ("rope", "free", 0.0),
-    ("rope", "imag", 10.0),
-    ("rope", "sym", 10.0),
-    ("ape", "sym", 10.0),
-]
 
 
 def plain_loop(config: ToyConfig, steps: int) -> float:
@@ -74,7 +67,11 @@ def main() -> None:
 
     jobs = [(s, "free", 0.0, seed) for s in ("ape", "rope", "alibi") for seed in range(args.seeds)]
     if args.grid:
-        jobs = [(s, c, lam, seed) for s, c, lam in ARMS for seed in range(args.seeds)]
+        jobs = [
+            (arm.scheme, arm.constraint, arm.lam, seed)
+            for arm in GRID_ARMS
+            for seed in range(args.seeds)
+        ]
     start = time.perf_counter()
     with ProcessPoolExecutor(2) as pool:
         results = list(pool.map(one_run, jobs))

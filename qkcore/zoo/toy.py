@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -72,7 +72,7 @@ class ToyConfig:
     seq_len: int = 128
     noise: float = 0.1
     batch: int = 32
-    steps: int = 3000
+    steps: int = 6000  # the paper's cap; free runs stop early (stop_after_formation)
     lr: float = 1e-2
     weight_decay: float = 0.01
     warmup: int = 100
@@ -267,7 +267,12 @@ def checkpoint_steps(steps: int) -> list[int]:
 
 @dataclass
 class TrainedRun:
-    """A finished run: eval history, checkpoints (step -> centred factors) and final state."""
+    """A finished run: eval history, checkpoints and final state.
+
+    ``checkpoints`` maps step -> centred factors ``{"W_Q", "W_K"}`` ``[L, H, d, k]``;
+    ``checkpoint_states`` maps the same steps to the full weights (a toy is ~50k parameters,
+    so keeping them lets behaviour be measured along training, §9).
+    """
 
     config: ToyConfig
     history: list[dict[str, Any]]
@@ -275,17 +280,29 @@ class TrainedRun:
     state: dict[str, torch.Tensor] = field(repr=False)
     formation_step: float = float("nan")
     seconds: float = 0.0
+    checkpoint_states: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict, repr=False)
 
-    def model(self) -> ToyTransformer:
+    def model(self, step: int | None = None) -> ToyTransformer:
+        """The model with the final weights, or those of checkpoint ``step``."""
+        if step is None:
+            state = self.state
+        elif step in self.checkpoint_states:
+            state = self.checkpoint_states[step]
+        else:
+            raise QKError(
+                f"run {self.config.label} has no checkpoint at step {step}; "
+                f"checkpoints: {sorted(self.checkpoint_states)}."
+            )
         model = ToyTransformer(self.config)
-        model.load_state_dict(self.state)
+        model.load_state_dict(state)
         return model.eval()
 
-    def loaded(self):
-        """The analysis view (:class:`~qkcore.zoo.LoadedModel`) of the final weights."""
+    def loaded(self, step: int | None = None):
+        """The analysis view (:class:`~qkcore.zoo.LoadedModel`) of the final or a checkpoint's
+        weights."""
         from .toybridge import loaded_toy
 
-        return loaded_toy(self)
+        return loaded_toy(self, step=step)
 
 
 def _lr(step: int, config: ToyConfig) -> float:
@@ -320,7 +337,7 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
             model.parameters(), lr=config.lr, weight_decay=config.weight_decay
         )
         keep = set(checkpoint_steps(config.steps))
-        history, checkpoints = [], {}
+        history, checkpoints, checkpoint_states = [], {}, {}
         formed = float("nan")
         show = sys.stderr.isatty() if progress is None else progress
         bar = None
@@ -336,6 +353,9 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
                 checkpoints[step] = {
                     "W_Q": A.detach().double().numpy().copy(),
                     "W_K": B.detach().double().numpy().copy(),
+                }
+                checkpoint_states[step] = {
+                    k: v.detach().cpu().clone() for k, v in model.state_dict().items()
                 }
             if step % config.eval_every == 0 or step == config.steps:
                 row = {
@@ -371,7 +391,15 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
         if bar is not None:
             bar.close()
         state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-        return TrainedRun(config, history, checkpoints, state, formed, time.perf_counter() - start)
+        return TrainedRun(
+            config,
+            history,
+            checkpoints,
+            state,
+            formed,
+            time.perf_counter() - start,
+            checkpoint_states,
+        )
     finally:
         torch.set_num_threads(threads)
 
@@ -397,12 +425,3 @@ def circuit_report(run: TrainedRun, threshold: float = 0.5) -> dict[str, Any]:
         "ind_head": int(scores["ind"][-1].argmax()),
         "classic": prev0 >= threshold and ind1 >= threshold,
     }
-
-
-def with_overrides(config: ToyConfig, **overrides: Any) -> ToyConfig:
-    """``replace`` that validates (dataclass ``replace`` re-runs ``__post_init__``)."""
-    return replace(config, **overrides)
-
-
-def config_dict(config: ToyConfig) -> dict[str, Any]:
-    return asdict(config)

@@ -70,15 +70,19 @@ class _NoTokenizer:
     cls_token_id = None
 
 
-def loaded_toy(run: Any, model: Any | None = None) -> LoadedModel:
-    """LoadedModel of a trained run's final weights (or of ``model`` if given)."""
-    model = model if model is not None else run.model()
+def loaded_toy(run: Any, model: Any | None = None, step: int | None = None) -> LoadedModel:
+    """LoadedModel of a trained run's final weights, its checkpoint ``step``, or of ``model``.
+
+    A checkpoint's view gets its own ``content_key`` (``...@step``), so cached tables never mix
+    checkpoints.
+    """
+    model = model if model is not None else run.model(step)
     config = model.config
     W_Q, W_K = (t.detach().double().numpy() for t in model.factors())
     rotary = RotaryInfo(config.d_head, config.rope_base) if config.scheme == "rope" else None
     scheme = {"ape": "ape", "rope": "rope", "alibi": "alibi"}[config.scheme]
     return LoadedModel(
-        name=f"toy:{config.label}",
+        name=f"toy:{config.label}" + ("" if step is None else f"@{step}"),
         scheme=scheme,
         norm="ln",
         causal=True,
@@ -90,6 +94,6 @@ def loaded_toy(run: Any, model: Any | None = None) -> LoadedModel:
         attn_scale=float(np.sqrt(config.d_head)),
         bridge=ToyBridge(model),
         tokenizer=_NoTokenizer(),
-        content_key=run_key(config),
+        content_key=run_key(config) + ("" if step is None else f"@{step}"),
         alibi_slopes=alibi_slopes(config.n_heads).double().numpy() if scheme == "alibi" else None,
     )

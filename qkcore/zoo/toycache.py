@@ -1,7 +1,8 @@
 """Trained toy runs cached on disk by config hash and code version (atomic, xdist-safe).
 
 A run is stored as ``history.json`` (eval trajectory), ``checkpoints.npz`` (centred W_Q, W_K per
-checkpoint step), ``state.pt`` (final weights) and ``meta.json``. The key hashes the full
+checkpoint step), ``state.pt`` (final weights), ``checkpoint_states.pt`` (all weights at every
+checkpoint) and ``meta.json``. The key hashes the full
 config and the source of :mod:`qkcore.zoo.toy`, so any change to the model, the task or the
 loop retrains instead of reusing a stale result. An interrupted run leaves no entry
 (:class:`~qkcore.diskcache.DiskCache`). Runs of a grid spread over xdist workers naturally:
@@ -52,6 +53,7 @@ def trained_run(
             },
         )
         torch.save(run.state, tmp / "state.pt")
+        torch.save(run.checkpoint_states, tmp / "checkpoint_states.pt")
         (tmp / "meta.json").write_text(
             json.dumps(
                 {"formation_step": run.formation_step, "seconds": run.seconds, "device": device}
@@ -72,4 +74,5 @@ def trained_run(
         state=torch.load(folder / "state.pt", weights_only=True),
         formation_step=float(meta["formation_step"]),
         seconds=float(meta["seconds"]),
+        checkpoint_states=torch.load(folder / "checkpoint_states.pt", weights_only=True),
     )
