@@ -17,7 +17,7 @@ Columns (one row per head, sorted by layer and head):
 - RoPE models: ``rope_imag_frac, freq_centroid, hi_freq_dir``;
 - with ``TableSpec(ablations=True)``: ``dInd_rope`` (RoPE) or ``dICL_sym`` / ``dICL_anti``
   (others): the change of induction loss when the head's Im(M_t) terms, M_A or M_S are
-  removed (:mod:`qkcore.ablation`).
+  removed (:mod:`qkcore.ablation`); with a screen, ``<column>_sequences`` too.
 
 Model-level numbers (induction loss, ICL proxy) go to ``table.attrs``. Tables are cached on
 disk keyed by the model's content key, the parameters and the source of the modules that
@@ -71,6 +71,10 @@ class TableSpec:
     #: cheap for toys, minutes to hours for pretrained models, so off unless asked for.
     ablations: bool = False
     ablation_sequences: int = 50
+    #: None: every head ablated on all ``ablation_sequences``. An int n: every head on the
+    #: first n sequences, then the 10 largest effects again on all of them
+    #: (:func:`qkcore.ablation.screened_sweep`; a ``<column>_sequences`` column says which).
+    ablation_screen_sequences: int | None = None
 
     def key(self) -> str:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
@@ -123,7 +127,7 @@ def _self_match(model, n_tokens: int, seed: int) -> np.ndarray:
 def _ablation_columns(model, spec: TableSpec) -> dict[str, np.ndarray]:
     """``dInd_rope`` (RoPE: Im(M_t) dropped) or ``dICL_sym`` / ``dICL_anti`` (M_A / M_S removed):
     change of the induction loss on ``ablation_sequences`` ``[BOS, r, r]`` sequences."""
-    from .ablation import ablation_sweep
+    from .ablation import ablation_sweep, screened_sweep
     from .behaviour import repeated_random_tokens
 
     b = spec.behaviour
@@ -133,11 +137,20 @@ def _ablation_columns(model, spec: TableSpec) -> dict[str, np.ndarray]:
         spec.ablation_sequences, b.length, vocab, bos, b.seed + 1, low=low
     )
     if model.rotary is not None:
-        return {"dInd_rope": ablation_sweep(model, "drop_imag", tokens, b.length)}
-    return {
-        "dICL_sym": ablation_sweep(model, "keep_sym", tokens, b.length),  # M_A removed
-        "dICL_anti": ablation_sweep(model, "keep_antisym", tokens, b.length),  # M_S removed
-    }
+        wanted = {"dInd_rope": "drop_imag"}
+    else:
+        wanted = {"dICL_sym": "keep_sym", "dICL_anti": "keep_antisym"}  # M_A / M_S removed
+    columns: dict[str, np.ndarray] = {}
+    for column, kind in wanted.items():
+        if spec.ablation_screen_sequences is None:
+            columns[column] = ablation_sweep(model, kind, tokens, b.length)
+        else:
+            delta, sequences = screened_sweep(
+                model, kind, tokens, b.length, screen_sequences=spec.ablation_screen_sequences
+            )
+            columns[column] = delta
+            columns[f"{column}_sequences"] = sequences
+    return columns
 
 
 def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:

@@ -135,3 +135,73 @@ def test_corpus_sweep_on_a_toy_is_zero_for_a_head_whose_part_is_everything():
     assert effect.shape == (2, 4)
     assert abs(effect[0, 0]) < 1e-5
     assert np.abs(effect).max() > 1e-4
+
+
+def _interpolated_loss(model, layer, head, kind, tokens, length, eps) -> float:
+    """Induction loss with the head's pattern moved to ``P + eps (P' - P)``."""
+    from qkcore.ablation import ablated_scorer
+    from qkcore.behaviour import induction_losses
+
+    scorer = ablated_scorer(model, layer, head, kind)
+    n = tokens.shape[1]
+    causal = np.tril(np.ones((n, n), dtype=bool))
+    captured = {}
+
+    def capture(tensor, hook=None):
+        captured["x"] = tensor.detach().double().numpy()
+        return tensor
+
+    def move(tensor, hook=None):
+        out = tensor.clone()
+        for b in range(tensor.shape[0]):
+            scores = np.where(causal, scorer(captured["x"][b]), -np.inf)
+            p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            p = torch.as_tensor(p / p.sum(axis=-1, keepdims=True), dtype=tensor.dtype)
+            out[b, head] = tensor[b, head] + eps * (p - tensor[b, head])
+        return out
+
+    hooks = [
+        (f"blocks.{layer}.attn.q.hook_in", capture),
+        (f"blocks.{layer}.attn.hook_pattern", move),
+    ]
+    logits, _ = run_with_hooks(model, tokens, hooks)
+    return induction_losses(logits, tokens, length)["induction_loss"]
+
+
+@pytest.mark.parametrize(("scheme", "kind"), [("rope", "drop_imag"), ("ape", "keep_sym")])
+def test_first_order_sweep_is_the_derivative_along_the_ablated_pattern(scheme, kind):
+    """In float64, a central difference with eps = 1e-5 has truncation error O(eps^2 L''') and
+    rounding error ~1e-16 / 1e-5: both far below the 1e-7 relative tolerance."""
+    from qkcore.ablation import first_order_sweep
+    from qkcore.behaviour import repeated_random_tokens
+
+    torch.manual_seed(3)
+    toy = ToyTransformer(ToyConfig(scheme=scheme, **TINY)).double()
+    model = loaded_toy(None, toy)
+    length = 15
+    tokens = repeated_random_tokens(3, length, 64, None, 0, low=0)
+    estimate = first_order_sweep(model, kind, tokens, length)
+    eps = 1e-5
+    for layer, head in [(0, 1), (1, 2)]:
+        up = _interpolated_loss(model, layer, head, kind, tokens, length, eps)
+        down = _interpolated_loss(model, layer, head, kind, tokens, length, -eps)
+        derivative = (up - down) / (2 * eps)
+        assert estimate[layer, head] == pytest.approx(derivative, rel=1e-7, abs=1e-12)
+
+
+def test_screened_sweep_is_the_full_sweep_where_it_remeasures():
+    from qkcore.ablation import ablation_sweep, screened_sweep
+    from qkcore.behaviour import repeated_random_tokens
+
+    model = _toy("ape")
+    tokens = repeated_random_tokens(6, 15, 64, None, 0, low=0)
+    delta, sequences = screened_sweep(model, "keep_sym", tokens, 15, screen_sequences=2, n_top=3)
+    screen = ablation_sweep(model, "keep_sym", tokens[:2], 15)
+    full = ablation_sweep(model, "keep_sym", tokens, 15)
+    remeasured = sequences == 6
+    assert remeasured.sum() == 3
+    top = np.argsort(-np.abs(screen), axis=None)[:3]
+    assert set(np.flatnonzero(remeasured)) == set(top.tolist())
+    np.testing.assert_array_equal(delta[remeasured], full[remeasured])
+    np.testing.assert_array_equal(delta[~remeasured], screen[~remeasured])
+    assert (sequences[~remeasured] == 2).all()

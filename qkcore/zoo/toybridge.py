@@ -45,8 +45,8 @@ class ToyBridge:
         return logits, keep
 
     def run_with_hooks(self, tokens: torch.Tensor, fwd_hooks=()):
-        with torch.no_grad():
-            return self.model(tokens, HookPoints(list(fwd_hooks)))
+        # grad mode is the caller's choice, as in TransformerLens (first-order sweeps need it)
+        return self.model(tokens, HookPoints(list(fwd_hooks)))
 
     @property
     def W_E(self) -> torch.Tensor:
