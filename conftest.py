@@ -48,6 +48,19 @@ def pytest_addoption(parser) -> None:
         help="seeds per scheme of the free toy runs (toy:<scheme>-s<seed> evidence); default 3",
     )
     group.addoption(
+        "--toy-grid",
+        action="store_true",
+        help="train (or read from the cache) the §10 grid on toys: 5 arms x 5 seeds "
+        "(toy:grid evidence; ~1 h cold on 2 cores, seconds cached); off by default",
+    )
+    group.addoption(
+        "--toy-grid-seeds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="seeds per arm of the toy grid (implies --toy-grid); default 5, the paper's n",
+    )
+    group.addoption(
         "--device",
         default="cpu",
         help="torch device for toy training (e.g. cuda where present); default cpu",

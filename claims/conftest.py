@@ -66,6 +66,60 @@ class PaperEvidenceSet:
     def tables(self) -> dict[EvidenceRef, pd.DataFrame]:
         return {ref: self.data.head_table(ref.name) for ref in self.refs}
 
+    def grid(self) -> dict:
+        """Main cells of the released §10 grid: ``{arm: [GridRun]}``."""
+        return _paper_grid(self.data)
+
+
+@cache
+def _paper_grid(data: PaperData) -> dict:
+    from qkcore.gridruns import paper_grid
+
+    return paper_grid(data)
+
+
+@dataclass(frozen=True)
+class ToyGridEvidence:
+    """The §10 grid trained here at the CPU default scale (``--toy-grid``), ``seeds`` per arm."""
+
+    seeds: int
+    device: str = "cpu"
+
+    @property
+    def evidence_id(self) -> str:
+        return f"toy:grid-n{self.seeds}"
+
+    def grid(self) -> dict:
+        return _toy_grid(self.seeds, self.device)
+
+
+@cache
+def _toy_grid(seeds: int, device: str) -> dict:
+    from qkcore.gridruns import toy_grid
+    from qkcore.zoo.grid import grid_configs
+
+    return toy_grid(grid_configs(seeds), device=device)
+
+
+def _toy_grid_param(config: pytest.Config) -> object:
+    from qkcore.zoo.grid import GRID_SEEDS
+
+    seeds = config.getoption("--toy-grid-seeds")
+    wanted = config.getoption("--toy-grid") or seeds is not None
+    seeds = GRID_SEEDS if seeds is None else seeds
+    if seeds < 2:
+        raise pytest.UsageError(f"--toy-grid-seeds must be >= 2 (rank tests); got {seeds}.")
+    evidence = ToyGridEvidence(seeds, config.getoption("--device"))
+    marks = [pytest.mark.toy]
+    if not wanted:
+        marks.append(
+            pytest.mark.skip(
+                reason="toy:grid is opt-in: pass --toy-grid (5 arms x 5 seeds; ~1 h cold on "
+                "2 cores, cached after) or --toy-grid-seeds N"
+            )
+        )
+    return pytest.param(evidence, id=evidence.evidence_id, marks=marks)
+
 
 @cache
 def _paper_data(option: str | None) -> tuple[PaperData | None, str]:
@@ -260,6 +314,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if set_marker is not None and "evidence_set" in metafunc.fixturenames:
         params = []
         for kind in set_marker.args:
+            if kind == "toy":
+                params.append(_toy_grid_param(config))
+                continue
             data, reason = _paper_data(config.getoption("--paper-data"))
             if kind != "paper":
                 raise pytest.UsageError(f"evidence kind {kind!r} has no source yet")
