@@ -5,7 +5,8 @@ A claim test declares what can bear on it and receives one piece per parametriza
     @pytest.mark.claim("S6a", section="6", statement="...")
     @pytest.mark.evidence("paper", schemes=("rope", "rope-partial"), columns=("prev", "D_head"))
 
-``models=`` restricts to named models, for a claim whose numbers are one model's (S4a: GPT-2).
+``models=`` restricts to named models, for a claim whose numbers are one model's (S4a: GPT-2);
+``checkpoints=True`` takes the models with a released checkpoint series instead (§9).
     def test_...(evidence, claim_record):
         table = evidence.head_table()
 
@@ -53,6 +54,12 @@ class PaperEvidence:
 
     def head_table(self) -> pd.DataFrame:
         return self.data.head_table(self.ref.name)
+
+    def history(self) -> pd.DataFrame:
+        """The released checkpoint series in the common form (:mod:`qkcore.history`)."""
+        from qkcore.history import paper_history
+
+        return paper_history(self.data.checkpoint_table(self.ref.name, "ckpt_analysis"))
 
 
 @dataclass(frozen=True)
@@ -147,8 +154,17 @@ def _paper_params(config: pytest.Config, marker: pytest.Mark) -> list:
     schemes = marker.kwargs.get("schemes")
     columns = marker.kwargs.get("columns", ())
     models = marker.kwargs.get("models")
+    checkpoints = marker.kwargs.get("checkpoints", False)
+    if checkpoints and not data.checkpoint_models:
+        ref = EvidenceRef("paper", "no-checkpoint-series", "unknown")
+        why = f"{data.root} holds no <model>_ckpt_analysis.parquet: no checkpoint series to read"
+        return [
+            pytest.param(
+                ref, id=ref.evidence_id, marks=[pytest.mark.paper, pytest.mark.skip(reason=why)]
+            )
+        ]
     params = []
-    for model in data.models:
+    for model in data.checkpoint_models if checkpoints else data.models:
         if models is not None and model not in models:
             continue
         scheme = data.scheme(model)
@@ -156,7 +172,9 @@ def _paper_params(config: pytest.Config, marker: pytest.Mark) -> list:
             continue
         ref = EvidenceRef("paper", model, scheme)
         (param,) = evidence_params([ref])
-        missing = [c for c in columns if c not in data.head_table(model).columns]
+        missing = (
+            [] if checkpoints else [c for c in columns if c not in data.head_table(model).columns]
+        )
         evidence = PaperEvidence(ref, data)
         marks = list(param.marks)
         if missing:
@@ -256,6 +274,10 @@ class ToyEvidence:
     def model(self) -> LoadedModel:
         return _toy_loaded(self.config, self.device)
 
+    def history(self) -> pd.DataFrame:
+        """Natural history over the run's checkpoints (:func:`qkcore.history.toy_history`)."""
+        return _toy_history(self.config, self.device)
+
     def head_table(self) -> pd.DataFrame:
         """Per-head table with the ablation sweeps (8 heads: cheap on a toy)."""
         from qkcore.headtable import TableSpec, cached_head_table
@@ -268,6 +290,13 @@ def _toy_run(config: ToyConfig, device: str):
     from qkcore.zoo.toycache import trained_run
 
     return trained_run(config, device=device)
+
+
+@cache
+def _toy_history(config: ToyConfig, device: str) -> pd.DataFrame:
+    from qkcore.history import cached_toy_history
+
+    return cached_toy_history(_toy_run(config, device))
 
 
 @cache

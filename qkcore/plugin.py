@@ -91,14 +91,17 @@ class ClaimRecorder:
         kind: str = "scatter",
         xlabel: str = "",
         ylabel: str = "",
+        xscale: str = "linear",
     ) -> None:
         """Add points to a report figure; tests naming the same figure share its axes.
 
         ``kind``: ``scatter`` (numeric x, y), ``line`` (a curve per series) or ``strip``
-        (x is a category label, y the values).
+        (x is a category label, y the values); ``xscale``: ``linear`` or ``log``.
         """
         if kind not in ("scatter", "line", "strip"):
             raise ValueError(f"plot kind must be scatter, line or strip; got {kind!r}")
+        if xscale not in ("linear", "log"):
+            raise ValueError(f"plot xscale must be linear or log; got {xscale!r}")
         xs = [_jsonable(u) for u in x] if _is_sequence(x) else None
         ys = [_jsonable(u) for u in y] if _is_sequence(y) else None
         # A scalar on one axis is repeated to match the other (one category, many values).
@@ -117,6 +120,7 @@ class ClaimRecorder:
                 "kind": kind,
                 "xlabel": xlabel,
                 "ylabel": ylabel,
+                "xscale": xscale,
             }
         )
 

@@ -213,6 +213,7 @@ def _collect_figures(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
                     "kind": point["kind"],
                     "xlabel": point["xlabel"],
                     "ylabel": point["ylabel"],
+                    "xscale": point.get("xscale", "linear"),
                     "series": defaultdict(lambda: ([], [])),
                     "claims": set(),
                 },
@@ -251,6 +252,7 @@ def _figure_png(title: str, spec: dict[str, Any]) -> str:
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(spec["xlabel"])
     ax.set_ylabel(spec["ylabel"])
+    ax.set_xscale(spec.get("xscale", "linear"))
     if len(spec["series"]) > 1:
         ax.legend(fontsize=7)
     fig.tight_layout()
