@@ -15,8 +15,10 @@ Evidence is discovered when tests are collected (published tables from ``--paper
 an absent data folder, still appears - as a skipped parameter whose reason says exactly what
 is missing - so nothing is parametrized away silently.
 
-``@pytest.mark.evidence_set("paper", ...)`` instead gives one test over all models of a kind
-(multi-model claims: S6c, S6d), as ``evidence_set`` with id ``paper:all-models``.
+``@pytest.mark.evidence_set("paper", "weights", "toy", "toy-grid")`` instead gives one test
+over all models of a kind (multi-model claims: S6c, S6d), as ``evidence_set`` with ids
+``paper:all-models``, ``weights:all-models`` (the weights on this machine), ``toy:all-models``
+(the free toy runs) - and ``toy:grid-n5``, the §10 grid trained here (opt-in, ``--toy-grid``).
 """
 
 from __future__ import annotations
@@ -126,6 +128,42 @@ def _toy_grid_param(config: pytest.Config) -> object:
             )
         )
     return pytest.param(evidence, id=evidence.evidence_id, marks=marks)
+
+
+@dataclass(frozen=True)
+class ModelSet:
+    """Every available piece of one evidence kind (``weights`` or free ``toy`` runs) as a set:
+    the unit of a multi-model claim. ``absent`` names the pieces this machine lacks."""
+
+    kind: str
+    members: tuple
+    absent: tuple[str, ...] = ()
+
+    @property
+    def evidence_id(self) -> str:
+        return f"{self.kind}:all-models"
+
+    def tables(self) -> dict[EvidenceRef, pd.DataFrame]:
+        return {member.ref: member.head_table() for member in self.members}
+
+
+def _model_set_param(config: pytest.Config, kind: str) -> object:
+    bare = pytest.mark.evidence().mark
+    pieces = _weights_params(config, bare) if kind == "weights" else _toy_params(config, bare)
+    members, absent, families = [], [], set()
+    for piece in pieces:
+        evidence = piece.values[0]
+        if any(m.name == "skip" for m in piece.marks):
+            absent.append(evidence.ref.evidence_id)
+            continue
+        members.append(evidence)
+        families.add(SCHEME_FAMILY.get(evidence.ref.scheme, "unknown"))
+    model_set = ModelSet(kind, tuple(members), tuple(absent))
+    marks = [
+        getattr(pytest.mark, kind),
+        *(getattr(pytest.mark, f) for f in sorted(families) if f != "unknown"),
+    ]
+    return pytest.param(model_set, id=model_set.evidence_id, marks=marks)
 
 
 @cache
@@ -343,8 +381,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if set_marker is not None and "evidence_set" in metafunc.fixturenames:
         params = []
         for kind in set_marker.args:
-            if kind == "toy":
+            if kind == "toy-grid":
                 params.append(_toy_grid_param(config))
+                continue
+            if kind in ("weights", "toy"):
+                params.append(_model_set_param(config, kind))
                 continue
             data, reason = _paper_data(config.getoption("--paper-data"))
             if kind != "paper":

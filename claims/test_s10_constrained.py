@@ -58,7 +58,7 @@ def _formation(cells: dict) -> dict[str, np.ndarray]:
     "RoPE sym 1560 +- 167, APE sym 1740 +- 241; four one-sided exact Mann-Whitney contrasts "
     "p = 0.0040/0.0040/0.0040/0.0079, q_BH = 0.016/0.008/0.005/0.008.",
 )
-@pytest.mark.evidence_set("paper", "toy")
+@pytest.mark.evidence_set("paper", "toy-grid")
 def test_formation_costs(evidence_set, claim_record):
     """Contrasts (slower > faster): APE sym > APE free, RoPE sym > RoPE free, RoPE Im-sup > RoPE
     free, RoPE free > APE free; exact one-sided Mann-Whitney by full enumeration (ties on the
@@ -114,7 +114,7 @@ def test_formation_costs(evidence_set, claim_record):
     section="10",
     statement="Forcing symmetry on APE delays formation 2.9x (Hodges-Lehmann +1200 steps).",
 )
-@pytest.mark.evidence_set("paper", "toy")
+@pytest.mark.evidence_set("paper", "toy-grid")
 def test_symmetry_costs_ape(evidence_set, claim_record):
     """Paper: the ratio of mean formation steps APE sym / APE free prints as 2.9 (1 decimal);
     the Hodges-Lehmann shift (median of pairwise differences sym - free) equals +1200 (an
@@ -141,7 +141,7 @@ def test_symmetry_costs_ape(evidence_set, claim_record):
     statement="Every arm reaches the task floor with strong prev and induction heads; penalties "
     "enforce (Im share 0.000; dir_frac 0.004-0.006).",
 )
-@pytest.mark.evidence_set("paper", "toy")
+@pytest.mark.evidence_set("paper", "toy-grid")
 def test_every_arm_reroutes(evidence_set, claim_record):
     """Every main-cell run at its final eval: ce_pred within 0.05 nats of the best final ce_pred
     of any free run ("the task floor" read as what unconstrained training reaches);
@@ -204,7 +204,7 @@ def test_every_arm_reroutes(evidence_set, claim_record):
     "dir_frac 0.004-0.005 and a kernel indistinguishable from the free arm: directional routing "
     "through a symmetric M.",
 )
-@pytest.mark.evidence_set("paper", "toy")
+@pytest.mark.evidence_set("paper", "toy-grid")
 def test_phase_routing_through_symmetric_m(evidence_set, claim_record):
     """RoPE sym runs (lambda 10), final eval; the prev head is the head with the largest prev
     score. Its dir_frac lies in [0.0035, 0.0055] in every run (prints within 0.004-0.005);
@@ -250,7 +250,7 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim_record):
     statement="Formation curves of the constrained-training grid (figure; see the formation "
     "costs test for the statistics).",
 )
-@pytest.mark.evidence_set("paper", "toy")
+@pytest.mark.evidence_set("paper", "toy-grid")
 def test_formation_curves_figure(evidence_set, claim_record):
     """Every main-cell run reaches the formation threshold within its trajectory (a run that
     never forms would make the formation statistics censored); the curves are drawn as the

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, permutations
 
 import numpy as np
 import scipy.stats
@@ -29,6 +29,7 @@ __all__ = [
     "partial_spearman",
     "percentile_rank",
     "rank_biserial",
+    "spearman_exact",
 ]
 
 
@@ -212,3 +213,24 @@ def rank_biserial(x: Sequence[float], y: Sequence[float]) -> float:
     diff = x[:, None] - y[None, :]
     u_x = (diff > 0).sum() + 0.5 * (diff == 0).sum()
     return float(2 * u_x / (x.size * y.size) - 1)
+
+
+def spearman_exact(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """Spearman rho and its exact two-sided permutation p over all ``n!`` pairings (n <= 9).
+
+    ``p = #{|rho_perm| >= |rho| - 1e-12} / n!`` (ties averaged in the ranks); for small n,
+    where the asymptotic p of :func:`scipy.stats.spearmanr` is off.
+    """
+    rx = scipy.stats.rankdata(np.asarray(x, dtype=float))
+    ry = scipy.stats.rankdata(np.asarray(y, dtype=float))
+    n = rx.size
+    if n != ry.size or not 3 <= n <= 9:
+        raise QKError(f"spearman_exact needs two samples of equal size 3..9; got {n}, {ry.size}.")
+    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+        return float("nan"), 1.0
+    rx, ry = (rx - rx.mean()) / np.linalg.norm(rx - rx.mean()), ry - ry.mean()
+    ry = ry / np.linalg.norm(ry)
+    rho = float(rx @ ry)
+    perms = np.array(list(permutations(range(n))))
+    null = ry[perms] @ rx
+    return rho, float(np.mean(np.abs(null) >= abs(rho) - 1e-12))

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-__all__ = ["FactorPair", "conditioned_matrix", "factor_pairs", "gauge_matrices"]
+__all__ = [
+    "AttentionStack",
+    "FactorPair",
+    "attention_stacks",
+    "conditioned_matrix",
+    "factor_pairs",
+    "gauge_matrices",
+]
 
 
 @dataclass(frozen=True)
@@ -73,3 +80,40 @@ def gauge_matrices(draw: st.DrawFn, k: int, max_log10_cond: float = 2.0) -> np.n
     seed = draw(st.integers(0, 2**32 - 1))
     log10_cond = draw(st.floats(0.0, max_log10_cond))
     return conditioned_matrix(np.random.default_rng(seed), k, k, log10_cond)
+
+
+@dataclass(frozen=True)
+class AttentionStack:
+    """``depth`` causal softmax patterns ``[depth, n, n]`` and how they were made.
+
+    ``sharpness`` multiplies standard Gaussian scores before the causal softmax: 0.01 gives
+    nearly uniform rows, 30 nearly one-hot rows (every causal entry stays positive).
+    """
+
+    P: np.ndarray
+    seed: int
+    sharpness: float
+
+    def __repr__(self) -> str:
+        depth, n, _ = self.P.shape
+        return (
+            f"AttentionStack(depth={depth}, n={n}, seed={self.seed}, "
+            f"sharpness={self.sharpness:.3g})"
+        )
+
+
+@st.composite
+def attention_stacks(
+    draw: st.DrawFn, min_n: int = 2, max_n: int = 24, max_depth: int = 6
+) -> AttentionStack:
+    """Causal row-stochastic matrices from nearly uniform to nearly one-hot rows."""
+    from ..resolvent import causal_softmax
+
+    n = draw(st.integers(min_n, max_n))
+    depth = draw(st.integers(1, max_depth))
+    log_sharpness = draw(st.floats(-2.0, np.log10(30.0)))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    sharpness = 10.0**log_sharpness
+    P = causal_softmax(sharpness * rng.standard_normal((depth, n, n)))
+    return AttentionStack(P=P, seed=seed, sharpness=sharpness)
