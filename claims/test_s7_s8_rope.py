@@ -70,15 +70,22 @@ def test_phase_features_explain_the_partial(evidence, claim_record):
     "lands on a top-2 prev head in every RoPE model (Pythia-410m 5.2: 0.52 -> 2.24; Pythia-1.4B "
     "1.11: 0.56 -> 1.11; Llama L14.H26: 0.30 -> 0.91); 92-99% of heads move < 0.01.",
 )
-@pytest.mark.evidence("paper", "toy", schemes=ROPE, columns=("prev", "dInd_rope"))
+@pytest.mark.evidence("paper", "weights", "toy", schemes=ROPE, columns=("prev", "dInd_rope"))
 def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record):
     """The head with the largest dInd_rope is one of the two heads with the largest prev score,
     and is the paper's head; its dInd_rope equals after - before within 0.01 (two 2-decimal
     numbers); the share of heads with |dInd_rope| < 0.01 lies in [0.915, 0.995] (the printed
     92-99% range at its printed precision). On an 8-head toy (sweep over all heads, 50
     sequences) the share cannot fall in that range except at 8/8, so there it is recorded and
-    only the first part is asserted."""
+    only the first part is asserted. Weights evidence (SmolLM2) uses the screened sweep: every
+    head exactly on 4 of the 50 sequences, the 10 largest again on all 50
+    (``dInd_rope_sequences`` says which), recorded with the share."""
     table = evidence.head_table()
+    if "dInd_rope_sequences" in table.columns:
+        claim_record.measure(
+            "heads measured on all 50 sequences (the rest on 4)",
+            int((table["dInd_rope_sequences"] == table["dInd_rope_sequences"].max()).sum()),
+        )
     top_effect = table.loc[table["dInd_rope"].idxmax()]
     top_prev = {head_name(row) for _, row in top_k_heads(table, "prev", 2).iterrows()}
     share_still = float((table["dInd_rope"].abs() < 0.01).mean())
