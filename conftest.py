@@ -61,6 +61,12 @@ def pytest_addoption(parser) -> None:
         help="seeds per arm of the toy grid (implies --toy-grid); default 5, the paper's n",
     )
     group.addoption(
+        "--weights-sweeps",
+        action="store_true",
+        help="give pretrained per-head tables the (screened) per-head ablation sweep: dInd_rope "
+        "/ dICL_* columns (SmolLM2: ~17 min more cold); off by default",
+    )
+    group.addoption(
         "--device",
         default="cpu",
         help="torch device for toy training (e.g. cuda where present); default cpu",
