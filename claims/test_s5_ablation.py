@@ -2,8 +2,17 @@
 
 Column meanings (paper-data NOTICE): ``dCE_sym`` = change in corpus cross-entropy when M_A is
 removed (M_S kept), ``dCE_anti`` = change when M_S is removed (M_A kept), ``dICL_sym`` = change
-in induction loss when M_A is removed. Recomputing these needs weights and a corpus (issue 4's
-ablation hooks): the published table is the evidence here.
+in induction loss when M_A is removed.
+
+Evidence: the published GPT-2 table, and the non-rotary causal toys (APE, ALiBi; their tables
+carry ``dICL_sym`` / ``dICL_anti`` from the score hooks of :mod:`qkcore.ablation`, 50 ``[r, r]``
+sequences). The offline pretrained weights cannot bear on §5: the M_S / M_A split of the score
+is defined for non-rotary models (SmolLM2 is RoPE) and MiniLM is not causal. Toy adaptation
+(stated before any toy result was seen): a toy is trained only on its in-context task, so its
+"corpus" loss is the induction loss - S5a reads dICL where GPT-2 has dCE; S5b's circuit part
+is tested on the toy's own prev and induction heads, its "no scalar predicts" part needs a head
+population (8 heads give Spearman rho a standard error of ~0.38) and is recorded, not asserted;
+S5c's layer-clustered CI has 2 clusters on a toy and is not evaluated there.
 """
 
 from __future__ import annotations
@@ -98,3 +107,55 @@ def test_d_head_does_not_beat_dir_frac(evidence, claim_record):
     assert rounds_to(result.rho, -0.21, 2)
     assert lo < 0 < hi
     assert abs(lo + 0.51) <= 0.05 and abs(hi - 0.08) <= 0.05, f"CI [{lo:.3f}, {hi:.3f}]"
+
+
+NON_ROTARY = ("ape", "alibi")
+
+
+@pytest.mark.claim(
+    "S5a",
+    section="5",
+    statement="GPT-2: sum dCE when M_S is removed = 2.60 vs 0.39 when M_A is removed: M_S 6.7x "
+    "more load-bearing; removing M_A costs <= 0.02 CE anywhere.",
+)
+@pytest.mark.evidence("toy", schemes=NON_ROTARY)
+def test_symmetric_part_carries_the_load_on_toys(evidence, claim_record):
+    """Toy form: over the 8 heads, sum dICL_anti (M_S removed) > sum dICL_sym (M_A removed)
+    (M_S more load-bearing; the ratio recorded against 6.7), and max dICL_sym <= 0.02 nats."""
+    table = evidence.head_table()
+    remove_s = float(table["dICL_anti"].sum())
+    remove_a = float(table["dICL_sym"].sum())
+    worst = float(table["dICL_sym"].max())
+    claim_record.measure("sum dICL, M_S removed", remove_s, n=len(table))
+    claim_record.measure("sum dICL, M_A removed", remove_a, n=len(table))
+    claim_record.measure("ratio", remove_s / remove_a if remove_a else float("inf"), paper=6.7)
+    claim_record.measure("max dICL, M_A removed", worst, paper=0.02, comparison="<= 0.02")
+    assert remove_s > remove_a
+    assert worst <= 0.02, f"removing M_A costs {worst:.4f} nats on some head"
+
+
+@pytest.mark.claim(
+    "S5b",
+    section="5",
+    statement="Removing M_A on induction head 5.1 raises induction loss 8x (0.21 -> 1.77), ~50% "
+    "on prev head 4.11; no spectral scalar predicts which heads need M_A (all |rho| <~ 0.1).",
+)
+@pytest.mark.evidence("toy", schemes=NON_ROTARY)
+def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim_record):
+    """Toy form: the head whose M_A matters most (largest dICL_sym) is the induction head
+    (largest ind, layer 1) or the previous-token head (largest prev, layer 0) - M_A is needed
+    in the circuit; Spearman(dICL_sym, spectral metric) recorded for each metric."""
+    table = evidence.head_table()
+    top = _head(table, *table.loc[table["dICL_sym"].idxmax(), ["layer", "head"]].astype(int))
+    layer1 = table[table["layer"] == table["layer"].max()]
+    layer0 = table[table["layer"] == 0]
+    induction = layer1.loc[layer1["ind"].idxmax()]
+    prev = layer0.loc[layer0["prev"].idxmax()]
+    name = f"{int(top['layer'])}.{int(top['head'])}"
+    circuit = {f"{int(r['layer'])}.{int(r['head'])}" for r in (induction, prev)}
+    claim_record.measure("head with the largest dICL_sym", name, comparison=f"in {sorted(circuit)}")
+    claim_record.measure("its dICL_sym", float(top["dICL_sym"]))
+    for metric in SPECTRAL:
+        rho = float(scipy.stats.spearmanr(table["dICL_sym"], table[metric]).statistic)
+        claim_record.measure(f"rho(dICL_sym, {metric}) (not asserted: 8 heads)", rho)
+    assert name in circuit
