@@ -64,7 +64,7 @@ def pytest_addoption(parser) -> None:
         "--weights-sweeps",
         action="store_true",
         help="give pretrained per-head tables the (screened) per-head ablation sweep: dInd_rope "
-        "/ dICL_* columns (SmolLM2: ~17 min more cold); off by default",
+        "/ dICL_* columns (SmolLM2: ~12 min more cold); off by default",
     )
     group.addoption(
         "--device",

@@ -249,7 +249,7 @@ def _load(spec: str) -> LoadedModel:
 
 #: Pretrained tables without the ablation sweep by default; with ``--weights-sweeps`` they carry
 #: the screened sweep: every head exactly on 4 of the 50 sequences, the 10 largest again on all
-#: 50 (a full sweep of SmolLM2 is ~2.4 h on 2 cores, the screened one ~17 min - measured by
+#: 50 (a full sweep of SmolLM2 is ~2.1 h on 2 cores, the screened one ~12 min - measured by
 #: ``python benchmarks/bench_table.py``; too long for the default run's 45-minute budget).
 WEIGHTS_TABLE = TableSpec()
 WEIGHTS_TABLE_WITH_SWEEPS = TableSpec(ablations=True, ablation_screen_sequences=4)
@@ -304,7 +304,7 @@ def _weights_params(config: pytest.Config, marker: pytest.Mark) -> list:
             marks.append(
                 pytest.mark.skip(
                     reason=f"{ref.evidence_id}: {', '.join(swept)} needs the per-head ablation "
-                    "sweep - pass --weights-sweeps (SmolLM2: ~17 min more cold)"
+                    "sweep - pass --weights-sweeps (SmolLM2: ~12 min more cold)"
                 )
             )
         params.append(pytest.param(WeightsEvidence(ref, spec), id=ref.evidence_id, marks=marks))
