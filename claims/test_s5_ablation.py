@@ -22,6 +22,14 @@ import scipy.stats
 
 from qkcore.population import partial_rho, partial_rho_ci, rounds_to
 
+S5A = (
+    "GPT-2: sum dCE when M_S is removed = 2.60 vs 0.39 when M_A is removed: M_S 6.7x more "
+    "load-bearing; removing M_A costs <= 0.02 CE anywhere."
+)
+S5B = (
+    "Removing M_A on induction head 5.1 raises induction loss 8x (0.21 -> 1.77), ~50% on prev "
+    "head 4.11; no spectral scalar predicts which heads need M_A (all |rho| <~ 0.1)."
+)
 SPECTRAL = ("dir_frac", "D_head", "imag_mass", "henrici", "content_pos_frac", "cond_eig")
 
 
@@ -34,8 +42,7 @@ def _head(table, layer: int, head: int):
 @pytest.mark.claim(
     "S5a",
     section="5",
-    statement="GPT-2: sum dCE when M_S is removed = 2.60 vs 0.39 when M_A is removed: M_S 6.7x "
-    "more load-bearing; removing M_A costs <= 0.02 CE anywhere.",
+    statement=S5A,
 )
 @pytest.mark.evidence("paper", models=("gpt2",), columns=("dCE_sym", "dCE_anti"))
 def test_symmetric_part_carries_the_load(evidence, claim_record):
@@ -58,8 +65,7 @@ def test_symmetric_part_carries_the_load(evidence, claim_record):
 @pytest.mark.claim(
     "S5b",
     section="5",
-    statement="Removing M_A on induction head 5.1 raises induction loss 8x (0.21 -> 1.77), ~50% "
-    "on prev head 4.11; no spectral scalar predicts which heads need M_A (all |rho| <~ 0.1).",
+    statement=S5B,
 )
 @pytest.mark.evidence("paper", models=("gpt2",), columns=("dICL_sym", "dCE_sym"))
 def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
@@ -115,8 +121,7 @@ NON_ROTARY = ("ape", "alibi")
 @pytest.mark.claim(
     "S5a",
     section="5",
-    statement="GPT-2: sum dCE when M_S is removed = 2.60 vs 0.39 when M_A is removed: M_S 6.7x "
-    "more load-bearing; removing M_A costs <= 0.02 CE anywhere.",
+    statement=S5A,
 )
 @pytest.mark.evidence("toy", schemes=NON_ROTARY)
 def test_symmetric_part_carries_the_load_on_toys(evidence, claim_record):
@@ -137,8 +142,7 @@ def test_symmetric_part_carries_the_load_on_toys(evidence, claim_record):
 @pytest.mark.claim(
     "S5b",
     section="5",
-    statement="Removing M_A on induction head 5.1 raises induction loss 8x (0.21 -> 1.77), ~50% "
-    "on prev head 4.11; no spectral scalar predicts which heads need M_A (all |rho| <~ 0.1).",
+    statement=S5B,
 )
 @pytest.mark.evidence("toy", schemes=NON_ROTARY)
 def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim_record):
