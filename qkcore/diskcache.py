@@ -21,12 +21,16 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from filelock import FileLock
 
 from .errors import QKError
 
-__all__ = ["CACHE_ENV", "DiskCache", "sha256_file"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["CACHE_ENV", "DiskCache", "cached_frame", "sha256_file", "source_digest"]
 
 CACHE_ENV = "QK_CACHE_DIR"
 _MANIFEST = "MANIFEST.json"
@@ -99,3 +103,28 @@ class DiskCache:
                     f"cached file {path} does not match its recorded sha256 (damaged or "
                     f"edited); delete {final} and run again to rebuild it."
                 )
+
+
+def source_digest(*modules: str) -> str:
+    """12 hex digits of the source of ``qkcore`` modules (``"spectra"``, ``"zoo/toy"``, ...):
+    part of a cache key, so editing the code that computes an entry rebuilds it."""
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in modules:
+        digest.update((here / f"{name}.py").read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def cached_frame(key: str, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """A DataFrame (with its ``attrs``) from the default cache, built by ``build()`` if absent."""
+    import pandas as pd
+
+    def write(tmp: Path) -> None:
+        frame = build()
+        frame.to_parquet(tmp / "table.parquet")
+        (tmp / "attrs.json").write_text(json.dumps(frame.attrs))
+
+    folder = DiskCache.default().get_or_build(key, write)
+    frame = pd.read_parquet(folder / "table.parquet")
+    frame.attrs = json.loads((folder / "attrs.json").read_text())
+    return frame

@@ -29,13 +29,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .behaviour import BehaviourSpec, _token_range, model_behaviour
-from .diskcache import DiskCache
+from .diskcache import cached_frame, source_digest
 from .nulls import NULL_METRICS, matched_sigma_null, singular_values
 from .rope import phase_features
 from .spectra import spectral_metrics
@@ -54,11 +53,7 @@ _SOURCES = ("operators", "spectra", "nulls", "linalg", "behaviour", "rope", "hea
 
 def code_version() -> str:
     """Hash of the source of every module that shapes a table's numbers."""
-    digest = hashlib.sha256()
-    here = Path(__file__).parent
-    for name in _SOURCES:
-        digest.update((here / f"{name}.py").read_bytes())
-    return digest.hexdigest()[:12]
+    return source_digest(*_SOURCES)
 
 
 @dataclass(frozen=True)
@@ -188,16 +183,7 @@ def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
 def cached_head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
     """:func:`head_table`, cached on disk by (model content, spec, code version)."""
     key = f"table-{model.content_key}-{spec.key()}-{code_version()}"
-
-    def build(tmp: Path) -> None:
-        table = head_table(model, spec)
-        table.to_parquet(tmp / "table.parquet")
-        (tmp / "attrs.json").write_text(json.dumps(table.attrs))
-
-    folder = DiskCache.default().get_or_build(key, build)
-    table = pd.read_parquet(folder / "table.parquet")
-    table.attrs = json.loads((folder / "attrs.json").read_text())
-    return table
+    return cached_frame(key, lambda: head_table(model, spec))
 
 
 #: Column -> largest absolute difference that still counts as "the same table" when a published

@@ -140,28 +140,11 @@ def toy_history(run, length: int | None = None) -> pd.DataFrame:
 
 def cached_toy_history(run) -> pd.DataFrame:
     """:func:`toy_history`, cached on disk by the run's key and the code that computes it."""
-    import hashlib
-    import json
-    from pathlib import Path
-
-    from .diskcache import DiskCache
+    from .diskcache import cached_frame, source_digest
     from .zoo.toycache import run_key
 
-    here = Path(__file__).parent
-    code = hashlib.sha256()
-    for name in ("history", "behaviour", "spectra", "rope", "operators", "stats"):
-        code.update((here / f"{name}.py").read_bytes())
-    key = f"history-{run_key(run.config)}-{code.hexdigest()[:12]}"
-
-    def build(tmp: Path) -> None:
-        table = toy_history(run)
-        table.to_parquet(tmp / "history.parquet")
-        (tmp / "attrs.json").write_text(json.dumps(table.attrs))
-
-    folder = DiskCache.default().get_or_build(key, build)
-    table = pd.read_parquet(folder / "history.parquet")
-    table.attrs = json.loads((folder / "attrs.json").read_text())
-    return table
+    code = source_digest("history", "behaviour", "spectra", "rope", "operators", "stats")
+    return cached_frame(f"history-{run_key(run.config)}-{code}", lambda: toy_history(run))
 
 
 def ginibre_median_band(
