@@ -38,7 +38,6 @@ from qkcore.zoo.toy import ToyConfig
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _SWEEPS["on"] = bool(config.getoption("--weights-sweeps", default=False))
     config.addinivalue_line(
         "markers",
         "evidence(*kinds, schemes=None, models=None, columns=()): evidence a claim test takes",
@@ -233,13 +232,14 @@ class WeightsEvidence:
 
     ref: EvidenceRef
     spec: str
+    sweeps: bool = False  # --weights-sweeps: the table carries the per-head ablation sweep
 
     def model(self) -> LoadedModel:
         return _load(self.spec)
 
     def head_table(self) -> pd.DataFrame:
         """The recomputed per-head table (paper's columns), cached on disk by content."""
-        return _table(self.spec)
+        return _table(self.spec, self.sweeps)
 
 
 @cache
@@ -253,15 +253,13 @@ def _load(spec: str) -> LoadedModel:
 #: ``python benchmarks/bench_table.py``; too long for the default run's 45-minute budget).
 WEIGHTS_TABLE = TableSpec()
 WEIGHTS_TABLE_WITH_SWEEPS = TableSpec(ablations=True, ablation_screen_sequences=4)
-_SWEEPS = {"on": False}
 
 
 @cache
-def _table(spec: str) -> pd.DataFrame:
+def _table(spec: str, sweeps: bool) -> pd.DataFrame:
     from qkcore.headtable import cached_head_table
 
-    table_spec = WEIGHTS_TABLE_WITH_SWEEPS if _SWEEPS["on"] else WEIGHTS_TABLE
-    return cached_head_table(_load(spec), table_spec)
+    return cached_head_table(_load(spec), WEIGHTS_TABLE_WITH_SWEEPS if sweeps else WEIGHTS_TABLE)
 
 
 _WEIGHTS_SCHEME = {"smollm2-135m": "rope", "minilm-l6": "ape"}
@@ -284,7 +282,7 @@ def _weights_params(config: pytest.Config, marker: pytest.Mark) -> list:
             ref = EvidenceRef("weights", spec, _WEIGHTS_SCHEME.get(spec, "unknown"))
             params.append(
                 pytest.param(
-                    WeightsEvidence(ref, spec),
+                    WeightsEvidence(ref, spec, config.getoption("--weights-sweeps")),
                     id=ref.evidence_id,
                     marks=[pytest.mark.weights, pytest.mark.skip(reason=str(exc))],
                 )
@@ -307,7 +305,13 @@ def _weights_params(config: pytest.Config, marker: pytest.Mark) -> list:
                     "sweep - pass --weights-sweeps (SmolLM2: ~12 min more cold)"
                 )
             )
-        params.append(pytest.param(WeightsEvidence(ref, spec), id=ref.evidence_id, marks=marks))
+        params.append(
+            pytest.param(
+                WeightsEvidence(ref, spec, config.getoption("--weights-sweeps")),
+                id=ref.evidence_id,
+                marks=marks,
+            )
+        )
     return params
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .resolvent import deflated_product, perron_projector, row_shuffle_null
+from .resolvent import deflated_product, perron_projector, row_shuffle_null, transient_growth
 
 __all__ = [
     "attention_patterns",
@@ -43,12 +43,14 @@ __all__ = [
 def real_inputs(model, n_seq: int, length: int, seed: int = 0) -> np.ndarray:
     """``[n_seq, length]`` token windows: the stdlib corpus for pretrained models (BOS first
     where there is one), task sequences for toys."""
-    config = getattr(getattr(model.bridge, "model", None), "config", None)
-    if config is not None and hasattr(config, "noise"):  # a toy: its own task
+    from .zoo.toybridge import ToyBridge
+
+    if isinstance(model.bridge, ToyBridge):  # a toy: its own task
         import torch
 
         from .zoo.toy import sample_batch
 
+        config = model.bridge.model.config
         tokens, _ = sample_batch(config, n_seq, torch.Generator().manual_seed(seed))
         return tokens[:, :length].numpy()
     from .corpus import stdlib_corpus
@@ -78,13 +80,7 @@ def depth_misprediction(layer_patterns: np.ndarray) -> float:
 
 def transient_reserve(P: np.ndarray, max_power: int = 32) -> float:
     """``max_{k <= max_power} ||(P - Pi)^k||_2`` of one causal pattern."""
-    D = P - perron_projector(P)
-    powers = np.empty((max_power, *P.shape))
-    current = np.eye(P.shape[0])
-    for k in range(max_power):
-        current = D @ current
-        powers[k] = current
-    return float(np.linalg.norm(powers, 2, axis=(-2, -1)).max())
+    return float(transient_growth(P - perron_projector(P), max_power).max())
 
 
 def head_reserves(
