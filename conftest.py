@@ -13,7 +13,7 @@ import os
 from hypothesis import HealthCheck, settings
 
 # The claims plugin (marker, recorder, report, baseline) and pytester for the plugin's own tests.
-pytest_plugins = ["qkcore.plugin", "pytester"]
+pytest_plugins = ["qkcore.pytest_plugin", "pytester"]
 
 settings.register_profile(
     "dev", deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow]

@@ -20,11 +20,11 @@ import json, resource, sys, time
 start = time.perf_counter()
 kind, spec = sys.argv[1], sys.argv[2]
 if kind == "weights":
-    from qkcore.zoo import load_model
+    from qkcore.models import load_model
     model = load_model(spec)
     extra = {"cache": model.cache_state, "heads": model.n_layers * model.n_heads}
 else:
-    from qkcore.tables import PaperData
+    from qkcore.evidence.paper_data import PaperData
     data = PaperData.discover(spec)
     n = sum(len(data.head_table(m)) for m in data.models)
     extra = {"cache": "n/a", "rows": n + sum(len(data.run_table(r)) for r in data.runs())}

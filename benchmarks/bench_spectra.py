@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from qkcore import QKFactors, matched_sigma_null, spectral_metrics
-from qkcore.nulls import NULL_METRICS, haar_frames, singular_values
-from qkcore.spectra import schur_angles
+from qkcore.linalg.nulls import NULL_METRICS, haar_frames, singular_values
+from qkcore.linalg.spectra import schur_angles
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
     python benchmarks/bench_table.py --sweep-heads 3 # time the full sweep on 3 heads
 
 The full ablation sweep is one forward pass per head over ``ablation_sequences`` sequences; the
-screened sweep (``--weights-sweeps``; :func:`qkcore.ablation.screened_sweep`) one per head over
+screened sweep (``--weights-sweeps``; :func:`qkcore.analysis.ablation.screened_sweep`) one per head
+over
 4 sequences plus one over all for the 10 largest. Both are timed on ``--sweep-heads`` heads and
 extrapolated (heads cost the same); the first-order estimate (one backward pass) is timed whole.
 "Total" is the table as the default weights evidence builds it (no sweep).
@@ -17,13 +18,18 @@ import time
 
 import numpy as np
 
-from qkcore.ablation import ablation_effect, first_order_sweep
-from qkcore.behaviour import BehaviourSpec, _token_range, model_behaviour, repeated_random_tokens
-from qkcore.headtable import TableSpec, _copying, _self_match
-from qkcore.nulls import matched_sigma_null
-from qkcore.rope import phase_features
-from qkcore.spectra import spectral_metrics
-from qkcore.zoo import load_model
+from qkcore.analysis.ablation import ablation_effect, first_order_sweep
+from qkcore.analysis.behaviour import (
+    BehaviourSpec,
+    model_behaviour,
+    repeated_random_tokens,
+    token_range,
+)
+from qkcore.analysis.headtable import TableSpec, copying_scores, self_match_scores
+from qkcore.linalg.nulls import matched_sigma_null
+from qkcore.linalg.rope import phase_features
+from qkcore.linalg.spectra import spectral_metrics
+from qkcore.models import load_model
 
 
 def timed(fn, *args, **kwargs) -> float:
@@ -45,7 +51,8 @@ def main() -> None:
             "spectra": timed(spectral_metrics, model.factors),
             "null (300 draws)": timed(matched_sigma_null, model.factors, spec.null_draws),
             "behaviour (200 seq)": timed(model_behaviour, model, BehaviourSpec()),
-            "copying + self_match": timed(_copying, model) + timed(_self_match, model, 2000, 0),
+            "copying + self_match": timed(copying_scores, model)
+            + timed(self_match_scores, model, 2000, 0),
         }
         if model.rotary is not None:
             t["phase features"] = timed(
@@ -53,7 +60,7 @@ def main() -> None:
             )
         if model.causal:
             kind = "drop_imag" if model.rotary is not None else "keep_sym"
-            low, vocab = _token_range(model)
+            low, vocab = token_range(model)
             bos = getattr(model.tokenizer, "bos_token_id", None)
             tokens = repeated_random_tokens(spec.ablation_sequences, 64, vocab, bos, 1, low=low)
             heads = [(h // model.n_heads, h % model.n_heads) for h in range(args.sweep_heads)]

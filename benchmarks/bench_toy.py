@@ -1,6 +1,7 @@
 """Benchmark: the toy trainer at the CPU default scale.
 
-1. steps per second of ``qkcore.zoo.toy.train`` against a minimal plain-PyTorch loop of the same
+1. steps per second of ``qkcore.models.toy.train.train`` against a minimal plain-PyTorch loop of
+the same
    model and data (same run, same thread count): the overhead of evals, checkpoints, penalties;
 2. formation step and CPU time to formation for free APE, RoPE and ALiBi runs (``--seeds``),
    and whether each formed the classic circuit (layer-0 prev head, layer-1 induction head);
@@ -19,9 +20,11 @@ from concurrent.futures import ProcessPoolExecutor
 import torch
 import torch.nn.functional as F
 
-from qkcore.zoo.grid import GRID_ARMS
-from qkcore.zoo.toy import ToyConfig, ToyTransformer, circuit_report, sample_batch, train
-from qkcore.zoo.toycache import trained_run
+from qkcore.analysis.circuit import circuit_report
+from qkcore.models.toy.cache import trained_run
+from qkcore.models.toy.grid import GRID_ARMS
+from qkcore.models.toy.model import ToyConfig, ToyTransformer
+from qkcore.models.toy.train import sample_batch, train
 
 
 def plain_loop(config: ToyConfig, steps: int) -> float:

@@ -19,6 +19,9 @@ is missing - so nothing is parametrized away silently.
 over all models of a kind (multi-model claims: S6c, S6d), as ``evidence_set`` with ids
 ``paper:all-models``, ``weights:all-models`` (the weights on this machine), ``toy:all-models``
 (the free toy runs) - and ``toy:grid-n5``, the §10 grid trained here (opt-in, ``--toy-grid``).
+
+Why one module: pytest reads one conftest per folder, and every evidence kind's
+parametrization is defined here, beside the fixture that hands it to a test.
 """
 
 from __future__ import annotations
@@ -29,12 +32,12 @@ from functools import cache
 import pandas as pd
 import pytest
 
+from qkcore.analysis.headtable import TableSpec
 from qkcore.errors import QKError
-from qkcore.evidence import SCHEME_FAMILY, EvidenceRef, evidence_params
-from qkcore.headtable import TableSpec
-from qkcore.tables import PaperData, resolve_paper_data
-from qkcore.zoo import PACKAGED, PAPER_MODELS, LoadedModel, load_model, resolve_source
-from qkcore.zoo.toy import ToyConfig
+from qkcore.evidence.paper_data import PaperData, resolve_paper_data
+from qkcore.evidence.refs import SCHEME_FAMILY, EvidenceRef, evidence_params
+from qkcore.models import PACKAGED, PAPER_MODELS, LoadedModel, load_model, resolve_source
+from qkcore.models.toy.model import ToyConfig
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,8 +61,8 @@ class PaperEvidence:
         return self.data.head_table(self.ref.name)
 
     def history(self) -> pd.DataFrame:
-        """The released checkpoint series in the common form (:mod:`qkcore.history`)."""
-        from qkcore.history import paper_history
+        """The released checkpoint series in the common form (:mod:`qkcore.analysis.history`)."""
+        from qkcore.analysis.history import paper_history
 
         return paper_history(self.data.checkpoint_table(self.ref.name, "ckpt_analysis"))
 
@@ -82,7 +85,7 @@ class PaperEvidenceSet:
 
 @cache
 def _paper_grid(data: PaperData) -> dict:
-    from qkcore.gridruns import paper_grid
+    from qkcore.analysis.gridruns import paper_grid
 
     return paper_grid(data)
 
@@ -104,14 +107,14 @@ class ToyGridEvidence:
 
 @cache
 def _toy_grid(seeds: int, device: str) -> dict:
-    from qkcore.gridruns import toy_grid
-    from qkcore.zoo.grid import grid_configs
+    from qkcore.analysis.gridruns import toy_grid
+    from qkcore.models.toy.grid import grid_configs
 
     return toy_grid(grid_configs(seeds), device=device)
 
 
 def _toy_grid_param(config: pytest.Config) -> object:
-    from qkcore.zoo.grid import GRID_SEEDS
+    from qkcore.models.toy.grid import GRID_SEEDS
 
     seeds = config.getoption("--toy-grid-seeds")
     wanted = config.getoption("--toy-grid") or seeds is not None
@@ -178,6 +181,12 @@ def _paper_data(option: str | None) -> tuple[PaperData | None, str]:
             "of the released tables (make sets it to ../shared/paper-data)"
         )
     return PaperData.discover(root), ""
+
+
+@pytest.fixture(scope="session")
+def paper_data(request: pytest.FixtureRequest) -> tuple[PaperData | None, str]:
+    """The paper's released tables (``None`` when absent) and, then, the reason why."""
+    return _paper_data(request.config.getoption("--paper-data"))
 
 
 def _paper_params(config: pytest.Config, marker: pytest.Mark) -> list:
@@ -257,7 +266,7 @@ WEIGHTS_TABLE_WITH_SWEEPS = TableSpec(ablations=True, ablation_screen_sequences=
 
 @cache
 def _table(spec: str, sweeps: bool) -> pd.DataFrame:
-    from qkcore.headtable import cached_head_table
+    from qkcore.analysis.headtable import cached_head_table
 
     return cached_head_table(_load(spec), WEIGHTS_TABLE_WITH_SWEEPS if sweeps else WEIGHTS_TABLE)
 
@@ -268,7 +277,7 @@ _WEIGHTS_SCHEME = {"smollm2-135m": "rope", "minilm-l6": "ape"}
 def _weights_params(config: pytest.Config, marker: pytest.Mark) -> list:
     """Packaged models, the paper's seven (skipped with the fetch command when not cached) and
     every ``--model``; filtered by the marker's ``schemes``."""
-    from qkcore.tables import model_scheme
+    from qkcore.evidence.paper_data import model_scheme
 
     schemes = marker.kwargs.get("schemes")
     specs = [*PACKAGED, *PAPER_MODELS, *config.getoption("--model")]
@@ -330,33 +339,36 @@ class ToyEvidence:
         return _toy_loaded(self.config, self.device)
 
     def history(self) -> pd.DataFrame:
-        """Natural history over the run's checkpoints (:func:`qkcore.history.toy_history`)."""
+        """Natural history over the run's checkpoints
+        (:func:`qkcore.analysis.history.toy_history`)."""
         return _toy_history(self.config, self.device)
 
     def head_table(self) -> pd.DataFrame:
         """Per-head table with the ablation sweeps (8 heads: cheap on a toy)."""
-        from qkcore.headtable import TableSpec, cached_head_table
+        from qkcore.analysis.headtable import TableSpec, cached_head_table
 
         return cached_head_table(self.model(), TableSpec(ablations=True))
 
 
 @cache
 def _toy_run(config: ToyConfig, device: str):
-    from qkcore.zoo.toycache import trained_run
+    from qkcore.models.toy.cache import trained_run
 
     return trained_run(config, device=device)
 
 
 @cache
 def _toy_history(config: ToyConfig, device: str) -> pd.DataFrame:
-    from qkcore.history import cached_toy_history
+    from qkcore.analysis.history import cached_toy_history
 
     return cached_toy_history(_toy_run(config, device))
 
 
 @cache
 def _toy_loaded(config: ToyConfig, device: str) -> LoadedModel:
-    return _toy_run(config, device).loaded()
+    from qkcore.models.toy.view import loaded_toy
+
+    return loaded_toy(_toy_run(config, device))
 
 
 def _toy_params(config: pytest.Config, marker: pytest.Mark) -> list:

@@ -4,7 +4,8 @@ R1 and R2 are mathematical statements: they are tested as hypothesis properties 
 causal row-stochastic matrices (:func:`qkcore.testing.strategies.attention_stacks`: n from 2
 to 24, depth 1 to 6, rows from nearly uniform to nearly one-hot; every causal entry positive,
 as in any softmax pattern). R3-R5 are statements about trained models, operationalized in
-:mod:`qkcore.depth` (inputs, head-mean depth products, transient reserve, matched row-shuffle
+:mod:`qkcore.analysis.depth` (inputs, head-mean depth products, transient reserve, matched
+row-shuffle
 nulls, sink share - every choice documented there) and tested on causal weights and toys.
 """
 
@@ -15,8 +16,13 @@ import pytest
 import scipy.stats
 from hypothesis import given, settings
 
-from qkcore.depth import attention_patterns, depth_misprediction, head_reserves, real_inputs
-from qkcore.resolvent import (
+from qkcore.analysis.depth import (
+    attention_patterns,
+    depth_misprediction,
+    head_reserves,
+    real_inputs,
+)
+from qkcore.linalg.resolvent import (
     EPS_MIN,
     deflated_product,
     depth_product,
@@ -24,7 +30,7 @@ from qkcore.resolvent import (
     perron_projector,
     row_shuffle_null,
 )
-from qkcore.stats import spearman_exact
+from qkcore.stats.inference import spearman_exact
 from qkcore.testing.strategies import attention_stacks
 
 UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
@@ -138,7 +144,8 @@ def _causal(evidence) -> None:
 )
 @pytest.mark.evidence("weights", "toy", schemes=("rope", "ape", "alibi"))
 def test_eigenvalues_mispredict_depth_deviations(evidence, claim_record):
-    """4 sequences of 48 tokens (:func:`qkcore.depth.real_inputs`); per sequence the full-depth
+    """4 sequences of 48 tokens (:func:`qkcore.analysis.depth.real_inputs`); per sequence the
+    full-depth
     head-mean product's misprediction ``log10(||D||/rho(D))``. The claim holds when the median
     over sequences is >= 7 (at least seven orders) and the matched null's (each layer's rows
     shuffled; 8 draws per sequence) median is < 1 (eigenvalues right to within one order: the
@@ -175,7 +182,7 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim_record):
 @pytest.mark.evidence("weights", "toy", schemes=("rope", "ape", "alibi"))
 def test_signed_non_normality(evidence, claim_record):
     """Per head (2 sequences of 48 tokens, 8 row-shuffle draws each, powers up to 32): excess
-    log transient reserve over the matched null, and sink share (:mod:`qkcore.depth`). Sink
+    log transient reserve over the matched null, and sink share (:mod:`qkcore.analysis.depth`). Sink
     heads: sink share >= 0.5; routing heads: the rest. Holds when: sink heads are a majority
     (> 50% of heads); their median excess is < 0; the routing heads' median excess is > 0; and
     across routing heads Spearman(excess, prev) > 0 with one-sided p < 0.05 (prev from the
@@ -230,8 +237,8 @@ def test_no_single_summary_predicts_criticality(evidence, claim_record):
     summary's Spearman correlation with criticality is significant (two-sided exact p < 0.05,
     8 heads). Toys only: the same removal sweep on SmolLM2 is 270 forward passes, outside the
     default run; for 8 heads only a strong predictor (|rho| >~ 0.74) can refute."""
-    from qkcore.ablation import run_with_hooks
-    from qkcore.behaviour import induction_losses, repeated_random_tokens
+    from qkcore.analysis.ablation import run_with_hooks
+    from qkcore.analysis.behaviour import induction_losses, repeated_random_tokens
 
     model = evidence.model()
     table = evidence.head_table()

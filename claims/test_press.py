@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from qkcore.population import rounds_to
+from qkcore.stats.population import rounds_to
 
 #: P1's numbers for the two of its four models with a published table.
 P1_IMAG = {"gpt2": 0.12, "llama-3-8b": 0.25}

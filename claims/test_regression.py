@@ -2,7 +2,7 @@
 
 Where a model has both ``paper:`` and ``weights:`` evidence (the paper's seven, when their
 weights are in the local Hugging Face cache), every shared column must agree within
-:data:`qkcore.headtable.COMPARE_TOLERANCE`; a change means the model, the library or the
+:data:`qkcore.analysis.headtable.COMPARE_TOLERANCE`; a change means the model, the library or the
 paper's pipeline moved - the "a model update changed a verdict" alarm.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from qkcore.headtable import compare_tables
+from qkcore.analysis.headtable import compare_tables
 
 
 @pytest.mark.claim(
@@ -19,13 +19,11 @@ from qkcore.headtable import compare_tables
     statement="Per-head tables recomputed from weights reproduce the published ones.",
 )
 @pytest.mark.evidence("weights")
-def test_recomputed_table_matches_published(evidence, claim_record, request):
+def test_recomputed_table_matches_published(evidence, claim_record, paper_data):
     """For a model with a published table: every column both tables carry agrees within its
     tolerance (deterministic spectral columns 1e-3; behaviour 0.05; null means 0.01 - see
     COMPARE_TOLERANCE). A model without a published table cannot bear on this (skipped)."""
-    from claims.conftest import _paper_data
-
-    data, reason = _paper_data(request.config.getoption("--paper-data"))
+    data, reason = paper_data
     name = evidence.ref.name.split("@")[0]
     if data is None or name not in data.models:
         pytest.skip(

@@ -1,6 +1,6 @@
 """§10: constrained training - no spectral channel is necessary, but each one costs search time.
 
-Evidence, both as ``{arm: [GridRun]}`` (:mod:`qkcore.gridruns`):
+Evidence, both as ``{arm: [GridRun]}`` (:mod:`qkcore.analysis.gridruns`):
 
 - ``paper:all-models``: the released grid (``trainB/``), discovered from file names. Main
   cells: free runs at lambda = 0, sym-M and Im(M_t)-suppressed runs at lambda = 10; other
@@ -10,7 +10,7 @@ Evidence, both as ``{arm: [GridRun]}`` (:mod:`qkcore.gridruns`):
   ``--toy-grid`` (``--toy-grid-seeds N`` for another n, recorded in the id).
 
 Formation step: first eval with ce_pred below (ln 64 + 0.15)/2
-(:func:`qkcore.formation.formation_step`); a run that never forms counts as formed after its
+(:func:`qkcore.stats.formation.formation_step`); a run that never forms counts as formed after its
 cap (inf: it ranks last; rank statistics stay exact). Spreads are sample standard deviations
 (ddof = 1). The paper's printed numbers are of its scale; on toys the claims are tested in the
 form that does not depend on scale (stated per test), and the numbers are recorded beside them.
@@ -21,8 +21,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qkcore.population import rounds_to
-from qkcore.stats import benjamini_hochberg, hodges_lehmann_shift, mann_whitney_permutation
+from qkcore.stats.inference import (
+    benjamini_hochberg,
+    hodges_lehmann_shift,
+    mann_whitney_permutation,
+)
+from qkcore.stats.population import rounds_to
 
 # arm: (mean, sd) of formation steps as printed
 S10B = {

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from qkcore import QKFactors, ginibre_factors, spectral_metrics
-from qkcore.convention import convention_check, frequency_check
-from qkcore.population import rounds_to
-from qkcore.spectra import dir_frac, saponati_score, saponati_signed_score
+from qkcore.analysis.convention import convention_check, frequency_check
+from qkcore.linalg.spectra import dir_frac, saponati_score, saponati_signed_score
+from qkcore.stats.population import rounds_to
 
 
 @pytest.mark.claim(

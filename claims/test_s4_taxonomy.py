@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from qkcore.population import rounds_to
-from qkcore.stats import benjamini_hochberg
+from qkcore.stats.inference import benjamini_hochberg
+from qkcore.stats.population import rounds_to
 
 # (metric, behaviour): paper's Spearman rho; None where the paper prints "ns" without a value.
 S4A = {
@@ -106,11 +106,12 @@ def test_prev_head_leads_k_composition(evidence, claim_record):
     """Induction heads tested: the three heads with the highest induction score (the paper
     tested three per model). Canonical prev head: the highest prev score among heads in layers
     below all three. For each induction head, heads of earlier layers are ranked by
-    K-composition (qkcore.behaviour.k_composition); the canonical prev head must rank #1 for
+    K-composition (qkcore.analysis.behaviour.k_composition); the canonical prev head must rank #1
+    for
     every one. A bidirectional encoder has no induction circuit to test (skipped). The
     published tables carry no K-composition, so they cannot bear on this."""
-    from qkcore.behaviour import k_composition
-    from qkcore.population import head_name, top_k_heads
+    from qkcore.analysis.behaviour import k_composition
+    from qkcore.stats.population import head_name, top_k_heads
 
     model = evidence.model()
     if not model.causal:

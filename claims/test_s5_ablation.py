@@ -5,7 +5,8 @@ removed (M_S kept), ``dCE_anti`` = change when M_S is removed (M_A kept), ``dICL
 in induction loss when M_A is removed.
 
 Evidence: the published GPT-2 table, and the non-rotary causal toys (APE, ALiBi; their tables
-carry ``dICL_sym`` / ``dICL_anti`` from the score hooks of :mod:`qkcore.ablation`, 50 ``[r, r]``
+carry ``dICL_sym`` / ``dICL_anti`` from the score hooks of :mod:`qkcore.analysis.ablation`, 50
+``[r, r]``
 sequences). The offline pretrained weights cannot bear on §5: the M_S / M_A split of the score
 is defined for non-rotary models (SmolLM2 is RoPE) and MiniLM is not causal. Toy adaptation
 (stated before any toy result was seen): a toy is trained only on its in-context task, so its
@@ -20,7 +21,7 @@ from __future__ import annotations
 import pytest
 import scipy.stats
 
-from qkcore.population import partial_rho, partial_rho_ci, rounds_to
+from qkcore.stats.population import partial_rho, partial_rho_ci, rounds_to
 
 S5A = (
     "GPT-2: sum dCE when M_S is removed = 2.60 vs 0.39 when M_A is removed: M_S 6.7x more "

@@ -22,9 +22,15 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from qkcore.population import partial_rho, partial_rho_ci, rounds_to, top_k_heads, top_k_percentile
-from qkcore.population import within_model_percentile as percentile
-from qkcore.stats import exact_permutation_test
+from qkcore.stats.inference import exact_permutation_test
+from qkcore.stats.population import (
+    partial_rho,
+    partial_rho_ci,
+    rounds_to,
+    top_k_heads,
+    top_k_percentile,
+)
+from qkcore.stats.population import within_model_percentile as percentile
 
 ROPE = ("rope", "rope-partial")
 NON_ROPE = ("ape", "alibi")
@@ -112,7 +118,7 @@ def test_absolute_and_alibi_prev_heads_are_not_rotational(evidence, claim_record
     ALiBi model, published or from weights, and APE/ALiBi toys (top-1: the strongest prev head
     is one of the 2 of 8 heads with the smallest D_head). MiniLM is a bidirectional encoder: its
     "prev" score is attention to the left neighbour in a model that also sees the right one (see
-    qkcore.behaviour), so it tests whether the signature extends beyond causal LMs."""
+    qkcore.analysis.behaviour), so it tests whether the signature extends beyond causal LMs."""
     value = _record_top5(evidence, claim_record)
     paper = TOP5_PAPER.get(evidence.ref.name)
     assert paper is None or rounds_to(value, paper, 2), (

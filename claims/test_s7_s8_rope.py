@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from qkcore.convention import frequency_check
-from qkcore.population import head_name, partial_rho, rounds_to, top_k_heads
+from qkcore.analysis.convention import frequency_check
+from qkcore.stats.population import head_name, partial_rho, rounds_to, top_k_heads
 
 ROPE = ("rope", "rope-partial")
 # model: (partial without phase controls, with them, printed attenuation %, p with them or None)

@@ -1,6 +1,6 @@
 """§9: natural history - heads are born at the random-matrix null and lock in at formation.
 
-Evidence, as one checkpoint table per run (:mod:`qkcore.history`):
+Evidence, as one checkpoint table per run (:mod:`qkcore.analysis.history`):
 
 - ``paper:<model>`` for every released checkpoint series (``<model>_ckpt_analysis.parquet``;
   today Pythia-410m, 22 checkpoints - the paper's Pythia-160m numbers have no released table
@@ -17,7 +17,8 @@ Terms used by every test:
   paper's 512 -> 1000). "Before formation" means checkpoints before ``t0``. (This reading of
   the window was fixed after the released Pythia table had been viewed; the alternative - "before
   ``t1``" - is recorded beside it wherever it would change a verdict.)
-- the null: :func:`qkcore.history.ginibre_median_band`, the central 99% of the median of as many
+- the null: :func:`qkcore.analysis.history.ginibre_median_band`, the central 99% of the median of
+as many
   Ginibre heads (the model's d, d_k, centring, rotary dims) as the model has.
 - the spectral signature of the prev head: its within-model percentile of rope_imag_frac on
   RoPE evidence, of D_head on APE and ALiBi toys (no phase there).
@@ -30,9 +31,9 @@ from functools import cache
 import numpy as np
 import pytest
 
-from qkcore.history import PAPER_SHAPES, ginibre_median_band
-from qkcore.population import rounds_to
-from qkcore.rope import RotaryInfo
+from qkcore.analysis.history import PAPER_SHAPES, ginibre_median_band
+from qkcore.linalg.rope import RotaryInfo
+from qkcore.stats.population import rounds_to
 
 
 @cache

@@ -1,18 +1,32 @@
 """qkcore: spectra of attention QK operators, computed in the exact rank-k core.
 
-One idea per module:
+The packages are layers; imports only point down (``qkcore/tests/test_layers.py`` checks it):
 
-- :mod:`qkcore.operators` - factored per-head operators ``M = W_Q W_K^T`` (``QKFactors``)
-- :mod:`qkcore.spectra`   - dir_frac, D_head, imag_mass, content_pos_frac, henrici, ...
-- :mod:`qkcore.nulls`     - Ginibre and matched-Sigma (Haar) nulls, z-scores, percentiles
-- :mod:`qkcore.stats`     - percentiles r/n, exact tests, BH, partial Spearman, bootstrap
-- :mod:`qkcore.errors`    - ``QKError``, the one error type
+====  =========================  ==========================================================
+ 0    :mod:`qkcore.errors`       ``QKError``, the one error type
+ 1    :mod:`qkcore.diskcache`    the content-addressed disk cache (atomic, xdist-safe)
+ 1    :mod:`qkcore.linalg`       factored operators, spectra, nulls, RoPE algebra, resolvent
+ 1    :mod:`qkcore.stats`        exact tests, percentiles, head populations, formation
+ 2    :mod:`qkcore.models`       model sources, ``LoadedModel``, hooks, the toy and its trainer
+ 3    :mod:`qkcore.analysis`     everything that runs a model: behaviour, ablations, tables
+ 4    :mod:`qkcore.evidence`     the paper's released tables and evidence references
+ 5    :mod:`qkcore.pytest_plugin`  claim marker, recorder, verdicts, baseline, reports
+====  =========================  ==========================================================
+
+(:mod:`qkcore.testing` holds hypothesis strategies and rounding bounds for tests, on layer 2.)
+
+Example::
+
+    from qkcore import QKFactors, spectral_metrics, matched_sigma_null
+
+    ops = QKFactors.from_weights(W_Q, W_K, centre=True)   # [L, H, d, k] each
+    metrics = spectral_metrics(ops)                       # dict of [L, H] arrays
 """
 
-from .errors import QKError
-from .nulls import NULL_METRICS, NullDistribution, ginibre_factors, matched_sigma_null
-from .operators import QKFactors
-from .spectra import METRICS, dense_metrics, spectral_metrics
+from qkcore.errors import QKError
+from qkcore.linalg.nulls import NULL_METRICS, NullDistribution, ginibre_factors, matched_sigma_null
+from qkcore.linalg.operators import QKFactors
+from qkcore.linalg.spectra import METRICS, dense_metrics, spectral_metrics
 
 __all__ = [
     "METRICS",

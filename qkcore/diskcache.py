@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock
 
-from .errors import QKError
+from qkcore.errors import QKError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,8 +106,9 @@ class DiskCache:
 
 
 def source_digest(*modules: str) -> str:
-    """12 hex digits of the source of ``qkcore`` modules (``"spectra"``, ``"zoo/toy"``, ...):
-    part of a cache key, so editing the code that computes an entry rebuilds it."""
+    """12 hex digits of the source of ``qkcore`` modules, named by path inside the package
+    (``"linalg/spectra"``, ``"models/toy/train"``, ...): part of a cache key, so editing the
+    code that computes an entry rebuilds it."""
     digest = hashlib.sha256()
     here = Path(__file__).parent
     for name in modules:

@@ -107,7 +107,7 @@ def attention_stacks(
     draw: st.DrawFn, min_n: int = 2, max_n: int = 24, max_depth: int = 6
 ) -> AttentionStack:
     """Causal row-stochastic matrices from nearly uniform to nearly one-hot rows."""
-    from ..resolvent import causal_softmax
+    from qkcore.linalg.resolvent import causal_softmax
 
     n = draw(st.integers(min_n, max_n))
     depth = draw(st.integers(1, max_depth))

@@ -9,16 +9,16 @@ import pytest
 import torch
 
 from qkcore import QKError
-from qkcore.ablation import ablated_scores, run_with_hooks, with_ablation
-from qkcore.zoo.toy import ToyConfig, ToyTransformer
-from qkcore.zoo.toybridge import loaded_toy
+from qkcore.analysis.ablation import ablated_scores, run_with_hooks, with_ablation
+from qkcore.models.toy.model import ToyConfig, ToyTransformer
+from qkcore.models.toy.view import toy_model_view
 
 TINY = dict(d_model=32, d_head=8, seq_len=32)
 
 
 def _toy(scheme: str):
     torch.manual_seed(3)
-    return loaded_toy(None, ToyTransformer(ToyConfig(scheme=scheme, **TINY)))
+    return toy_model_view(ToyTransformer(ToyConfig(scheme=scheme, **TINY)))
 
 
 def _tokens(n: int = 20, vocab: int = 64) -> np.ndarray:
@@ -84,7 +84,7 @@ def test_wrong_kind_for_the_scheme():
 )
 def test_bridge_ablation_on_smollm2_edits_one_head():
     """The same contract through TransformerLens's bridge on a real RoPE model."""
-    from qkcore.zoo import load_model
+    from qkcore.models import load_model
 
     model = load_model("smollm2-135m")
     tokens = _tokens(16, 1000) + 1000
@@ -103,7 +103,7 @@ def test_bridge_ablation_on_smollm2_edits_one_head():
 
 
 def test_corpus_is_fixed_prose_and_windows_tile_it():
-    from qkcore.corpus import corpus_text, stdlib_corpus
+    from qkcore.models.corpus import corpus_text, stdlib_corpus
 
     text = corpus_text()
     assert text == corpus_text() and len(text) > 100_000
@@ -122,7 +122,7 @@ def test_corpus_is_fixed_prose_and_windows_tile_it():
 
 def test_corpus_sweep_on_a_toy_is_zero_for_a_head_whose_part_is_everything():
     """keep_sym on a head with symmetric M changes nothing: dCE = 0 for that head."""
-    from qkcore.ablation import corpus_sweep
+    from qkcore.analysis.ablation import corpus_sweep
 
     model = _toy("ape")
     A = model.factors.A
@@ -139,8 +139,8 @@ def test_corpus_sweep_on_a_toy_is_zero_for_a_head_whose_part_is_everything():
 
 def _interpolated_loss(model, layer, head, kind, tokens, length, eps) -> float:
     """Induction loss with the head's pattern moved to ``P + eps (P' - P)``."""
-    from qkcore.ablation import ablated_scorer
-    from qkcore.behaviour import induction_losses
+    from qkcore.analysis.ablation import ablated_scorer
+    from qkcore.analysis.behaviour import induction_losses
 
     scorer = ablated_scorer(model, layer, head, kind)
     n = tokens.shape[1]
@@ -172,12 +172,12 @@ def _interpolated_loss(model, layer, head, kind, tokens, length, eps) -> float:
 def test_first_order_sweep_is_the_derivative_along_the_ablated_pattern(scheme, kind):
     """In float64, a central difference with eps = 1e-5 has truncation error O(eps^2 L''') and
     rounding error ~1e-16 / 1e-5: both far below the 1e-7 relative tolerance."""
-    from qkcore.ablation import first_order_sweep
-    from qkcore.behaviour import repeated_random_tokens
+    from qkcore.analysis.ablation import first_order_sweep
+    from qkcore.analysis.behaviour import repeated_random_tokens
 
     torch.manual_seed(3)
     toy = ToyTransformer(ToyConfig(scheme=scheme, **TINY)).double()
-    model = loaded_toy(None, toy)
+    model = toy_model_view(toy)
     length = 15
     tokens = repeated_random_tokens(3, length, 64, None, 0, low=0)
     estimate = first_order_sweep(model, kind, tokens, length)
@@ -190,8 +190,8 @@ def test_first_order_sweep_is_the_derivative_along_the_ablated_pattern(scheme, k
 
 
 def test_screened_sweep_is_the_full_sweep_where_it_remeasures():
-    from qkcore.ablation import ablation_sweep, screened_sweep
-    from qkcore.behaviour import repeated_random_tokens
+    from qkcore.analysis.ablation import ablation_sweep, screened_sweep
+    from qkcore.analysis.behaviour import repeated_random_tokens
 
     model = _toy("ape")
     tokens = repeated_random_tokens(6, 15, 64, None, 0, low=0)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from qkcore import QKError
-from qkcore.behaviour import induction_losses, pattern_scores, repeated_random_tokens
+from qkcore.analysis.behaviour import induction_losses, pattern_scores, repeated_random_tokens
 
 L = 8  # copy length
 N = 1 + 2 * L  # [BOS, r, r]
@@ -69,12 +69,12 @@ def test_pattern_shape_checked():
 def test_k_composition_equals_the_dense_definition():
     import torch
 
-    from qkcore.behaviour import k_composition
-    from qkcore.zoo.toy import ToyConfig, ToyTransformer
-    from qkcore.zoo.toybridge import loaded_toy
+    from qkcore.analysis.behaviour import k_composition
+    from qkcore.models.toy.model import ToyConfig, ToyTransformer
+    from qkcore.models.toy.view import toy_model_view
 
     torch.manual_seed(0)
-    model = loaded_toy(None, ToyTransformer(ToyConfig(d_model=24, d_head=6, seq_len=16)))
+    model = toy_model_view(ToyTransformer(ToyConfig(d_model=24, d_head=6, seq_len=16)))
     comp = k_composition(model)
     assert np.isnan(comp[0]).all()
     W_V = model.bridge.W_V.double().numpy()

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from qkcore.behaviour import BehaviourSpec
-from qkcore.headtable import TableSpec, compare_tables, head_table
-from qkcore.zoo.toy import ToyConfig, ToyTransformer
-from qkcore.zoo.toybridge import loaded_toy
+from qkcore.analysis.behaviour import BehaviourSpec
+from qkcore.analysis.headtable import TableSpec, compare_tables, head_table
+from qkcore.models.toy.model import ToyConfig, ToyTransformer
+from qkcore.models.toy.view import toy_model_view
 
 SPEC = TableSpec(
     null_draws=20,
@@ -23,8 +23,8 @@ SPEC = TableSpec(
 
 def _toy(scheme: str):
     torch.manual_seed(0)
-    return loaded_toy(
-        None, ToyTransformer(ToyConfig(scheme=scheme, d_model=32, d_head=8, seq_len=40))
+    return toy_model_view(
+        ToyTransformer(ToyConfig(scheme=scheme, d_model=32, d_head=8, seq_len=40))
     )
 
 

@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 
 from qkcore import QKError, QKFactors
-from qkcore.gridruns import toy_grid_run
-from qkcore.history import HISTORY_COLUMNS, ginibre_median_band, paper_history, toy_history
-from qkcore.spectra import spectral_metrics
-from qkcore.zoo.toy import ToyConfig, train
+from qkcore.analysis.gridruns import toy_grid_run
+from qkcore.analysis.history import HISTORY_COLUMNS, ginibre_median_band, paper_history, toy_history
+from qkcore.linalg.spectra import spectral_metrics
+from qkcore.models.toy.model import ToyConfig
+from qkcore.models.toy.train import train
 
 TINY = dict(
     d_model=32, d_head=8, seq_len=32, batch=4, steps=16, eval_every=4, eval_batch=4, warmup=4

@@ -23,8 +23,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qkcore import QKError, QKFactors, ginibre_factors, matched_sigma_null, spectral_metrics
-from qkcore.nulls import haar_frames, haar_overlaps, null_percentile, singular_values
-from qkcore.spectra import dir_frac
+from qkcore.linalg.nulls import haar_frames, haar_overlaps, null_percentile, singular_values
+from qkcore.linalg.spectra import dir_frac
 from qkcore.testing.strategies import factor_pairs
 
 # Monte Carlo bands: a mean of n draws is asserted within Z_BAND standard errors of its exact

@@ -8,7 +8,7 @@ import pytest
 
 CLAIM_TESTS = '''
 import pytest
-from qkcore.evidence import EvidenceRef, evidence_params
+from qkcore.evidence.refs import EvidenceRef, evidence_params
 
 REFS = [
     EvidenceRef("paper", "gpt2", "ape"),
@@ -35,7 +35,9 @@ def test_unavailable(claim_record):
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "qkcore.plugin", "-p", "no:cacheprovider", *args)
+    return pytester.runpytest_subprocess(
+        "-p", "qkcore.pytest_plugin", "-p", "no:cacheprovider", *args
+    )
 
 
 def report(pytester: pytest.Pytester) -> dict:

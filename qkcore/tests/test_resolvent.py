@@ -10,8 +10,8 @@ import scipy.stats
 from hypothesis import given, settings
 
 from qkcore import QKError
-from qkcore.depth import depth_misprediction, transient_reserve
-from qkcore.resolvent import (
+from qkcore.analysis.depth import depth_misprediction, transient_reserve
+from qkcore.linalg.resolvent import (
     causal_softmax,
     check_causal_stochastic,
     deflated_product,
@@ -21,7 +21,7 @@ from qkcore.resolvent import (
     row_shuffle_null,
     transient_growth,
 )
-from qkcore.stats import spearman_exact
+from qkcore.stats.inference import spearman_exact
 from qkcore.testing.strategies import attention_stacks
 
 

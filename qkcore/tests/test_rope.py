@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qkcore import QKError
-from qkcore.rope import (
+from qkcore.linalg.rope import (
     RotaryInfo,
     apply_rotary,
     frequency_operators,

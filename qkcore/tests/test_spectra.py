@@ -12,7 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from qkcore import QKError, QKFactors, dense_metrics, spectral_metrics
-from qkcore.spectra import (
+from qkcore.linalg.spectra import (
     dir_frac,
     eigenvalues,
     saponati_score,

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qkcore import QKError
-from qkcore.stats import (
+from qkcore.stats.inference import (
     benjamini_hochberg,
     exact_permutation_test,
     hodges_lehmann_shift,
@@ -168,7 +168,7 @@ def test_mann_whitney_permutation_with_ties():
 
 
 def test_formation_step():
-    from qkcore.formation import formation_step, formation_threshold
+    from qkcore.stats.formation import formation_step, formation_threshold
 
     assert formation_threshold(64) == pytest.approx((np.log(64) + 0.15) / 2)
     assert formation_step([0, 100, 200, 300], [4.4, 2.2, 2.1, 0.3]) == 200

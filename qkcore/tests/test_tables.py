@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from qkcore import QKError
-from qkcore.tables import PaperData, model_scheme, resolve_paper_data
+from qkcore.evidence.paper_data import PaperData, model_scheme, resolve_paper_data
 
 
 def _head_table(n_layers: int = 2, n_heads: int = 3) -> pd.DataFrame:
@@ -117,7 +117,7 @@ def test_model_scheme(name, scheme):
 
 def test_every_released_table_loads():
     """The real released data (``$QK_PAPER_DATA``, set by make and CI): every table validates."""
-    from qkcore.tables import resolve_paper_data
+    from qkcore.evidence.paper_data import resolve_paper_data
 
     root = resolve_paper_data(None)
     if root is None:

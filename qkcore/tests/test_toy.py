@@ -11,19 +11,12 @@ import pytest
 import torch
 
 from qkcore import QKError, QKFactors
-from qkcore.convention import convention_check
-from qkcore.rope import RotaryInfo, frequency_operators
-from qkcore.spectra import dir_frac
-from qkcore.zoo.toy import (
-    ToyConfig,
-    ToyTransformer,
-    checkpoint_steps,
-    imag_penalty,
-    sample_batch,
-    sym_penalty,
-    train,
-)
-from qkcore.zoo.toybridge import loaded_toy
+from qkcore.analysis.convention import convention_check
+from qkcore.linalg.rope import RotaryInfo, frequency_operators
+from qkcore.linalg.spectra import dir_frac
+from qkcore.models.toy.model import ToyConfig, ToyTransformer
+from qkcore.models.toy.train import checkpoint_steps, imag_penalty, sample_batch, sym_penalty, train
+from qkcore.models.toy.view import toy_model_view
 
 TINY = dict(
     d_model=32, d_head=8, seq_len=32, batch=4, steps=12, eval_every=4, eval_batch=4, warmup=4
@@ -47,7 +40,7 @@ def test_hooks_rebuild_from_factors(scheme):
     own scores (float32 model: relative error ~1e-6)."""
     torch.manual_seed(0)
     model = ToyTransformer(ToyConfig(scheme=scheme, **TINY))
-    check = convention_check(loaded_toy(None, model), n_tokens=24)
+    check = convention_check(toy_model_view(model), n_tokens=24)
     assert check.max_rel_error < 1e-5, check
 
 
@@ -97,7 +90,8 @@ def test_checkpoint_steps_are_log_spaced_from_zero():
 
 _CHILD = """
 import hashlib, sys, torch
-from qkcore.zoo.toy import ToyConfig, train
+from qkcore.models.toy.model import ToyConfig
+from qkcore.models.toy.train import train
 run = train(ToyConfig(scheme=sys.argv[1], **{tiny}), progress=False)
 digest = hashlib.sha256()
 for name, tensor in sorted(run.state.items()):
@@ -125,7 +119,7 @@ def test_same_config_gives_bit_identical_weights_in_two_processes(scheme):
 
 
 def test_cached_run_round_trips_and_interrupt_leaves_nothing(tmp_path, monkeypatch):
-    from qkcore.zoo import toycache
+    from qkcore.models.toy import cache as toycache
 
     monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path))
     config = ToyConfig(scheme="alibi", **TINY)

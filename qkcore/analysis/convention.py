@@ -1,0 +1,199 @@
+"""F2: rebuild a model's own pre-softmax scores from the analysed factors.
+
+For head h with factors ``A = W_Q``, ``B = W_K`` (normalisation folded as the analysis sees
+them) and the attention input ``x`` the model feeds its query projection::
+
+    q_i = x_i A + b_Q,   k_j = x_j B + b_K,   score_ij = <R_i q_i, R_j k_j> / scale
+
+(``R`` the rotary rotation at each position, identity without RoPE; ALiBi models subtract
+``slope_h (i - j)``). Comparing with the
+model's ``hook_attn_scores`` checks every convention at once: layout, folding, centring, GQA
+expansion, biases, rotary dims/base/pairing and the scale. At ``i = j`` the rotation cancels,
+so ``score_ii = x_i^T M x_i / scale`` (+ bias terms) checks M itself even under RoPE.
+
+Example::
+
+    check = convention_check(model, n_tokens=32, seed=0)
+    check.max_abs_error, check.max_diag_error     # recorded per model
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from qkcore.analysis.behaviour import random_token_forward
+from qkcore.errors import QKError
+from qkcore.linalg.rope import apply_rotary
+
+__all__ = [
+    "ConventionCheck",
+    "FrequencyCheck",
+    "convention_check",
+    "frequency_check",
+    "rebuild_scores",
+]
+
+
+def rebuild_scores(model, x: np.ndarray, layer: int) -> np.ndarray:
+    """Pre-softmax scores ``[H, n, n]`` of one layer from factors, biases and rotation.
+
+    ``x: [n, d]`` is the layer's attention input as the factors expect it (the query
+    projection's input).
+    """
+    A = model.factors.A[layer]  # [H, d, k]
+    B = model.factors.B[layer]
+    q = np.einsum("nd,hdk->hnk", x, A)
+    k = np.einsum("nd,hdk->hnk", x, B)
+    if model.b_Q is not None:
+        q = q + model.b_Q[layer][:, None, :]
+    if model.b_K is not None:
+        k = k + model.b_K[layer][:, None, :]
+    if model.rotary is not None:
+        positions = np.arange(x.shape[0])
+        q = apply_rotary(q, positions, model.rotary)
+        k = apply_rotary(k, positions, model.rotary)
+    scores = np.einsum("hik,hjk->hij", q, k) / model.attn_scale
+    if model.alibi_slopes is not None:
+        n = x.shape[0]
+        distance = np.arange(n)[:, None] - np.arange(n)[None, :]
+        scores = scores - model.alibi_slopes[:, None, None] * distance
+    return scores
+
+
+def _diag_scores(model, x: np.ndarray, layer: int) -> np.ndarray:
+    """``score_ii`` from M alone (plus bias terms): ``[H, n]``. Rotation cancels at i = j."""
+    A, B = model.factors.A[layer], model.factors.B[layer]
+    qa = np.einsum("nd,hdk->hnk", x, A)
+    kb = np.einsum("nd,hdk->hnk", x, B)
+    q = qa + (model.b_Q[layer][:, None, :] if model.b_Q is not None else 0)
+    k = kb + (model.b_K[layer][:, None, :] if model.b_K is not None else 0)
+    return np.einsum("hnk,hnk->hn", q, k) / model.attn_scale
+
+
+@dataclass(frozen=True)
+class ConventionCheck:
+    """Result of :func:`convention_check` for one model."""
+
+    model: str
+    max_abs_error: float  # over every unmasked score of every head
+    max_rel_error: float  # max_abs_error / max |score|
+    max_diag_error: float  # i = j entries, rebuilt from M alone
+    hook_holds: str  # "scores", or "probabilities" when the hook carries softmax output
+    n_tokens: int
+
+
+def _softmax(s: np.ndarray) -> np.ndarray:
+    z = s - s.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def convention_check(model, *, n_tokens: int = 32, seed: int = 0) -> ConventionCheck:
+    """Compare rebuilt scores with the model's ``hook_attn_scores`` on random tokens.
+
+    Tokens are uniform over the vocabulary (seeded), preceded by the tokenizer's BOS when it
+    has one. Masked entries (j > i in causal models) are excluded. Some TransformerLens bridges
+    (BERT) put post-softmax probabilities on ``hook_attn_scores``; that is detected (rows summing
+    to one and matching ``hook_pattern``), recorded in ``hook_holds``, and the comparison is then
+    made between softmax(rebuilt scores) and the hook.
+    """
+    cache = random_token_forward(
+        model, n_tokens, seed, ("q.hook_in", "hook_attn_scores", "hook_pattern")
+    )
+    mask = np.tril(np.ones((n_tokens, n_tokens), dtype=bool)) if model.causal else None
+    worst_abs, worst_rel, worst_diag = 0.0, 0.0, 0.0
+    holds = "scores"
+    for layer in range(model.n_layers):
+        x = cache[f"blocks.{layer}.attn.q.hook_in"][0]
+        hook = cache[f"blocks.{layer}.attn.hook_attn_scores"][0]
+        pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0]
+        rebuilt = rebuild_scores(model, x, layer)
+        keep = np.broadcast_to(mask, hook.shape) if mask is not None else np.ones(hook.shape, bool)
+        if np.allclose(hook, pattern) and np.allclose(hook.sum(-1), 1.0, atol=1e-4):
+            holds = "probabilities"
+            rebuilt_cmp = _softmax(np.where(keep, rebuilt, -np.inf))
+        else:
+            rebuilt_cmp = rebuilt
+        err = np.abs(rebuilt_cmp - hook)[keep].max()
+        worst_abs = max(worst_abs, float(err))
+        worst_rel = max(worst_rel, float(err / np.abs(hook[keep]).max()))
+        if holds == "scores":
+            diag = np.diagonal(hook, axis1=-2, axis2=-1)
+            worst_diag = max(worst_diag, float(np.abs(_diag_scores(model, x, layer) - diag).max()))
+        else:
+            worst_diag = float("nan")
+    return ConventionCheck(model.name, worst_abs, worst_rel, worst_diag, holds, n_tokens)
+
+
+@dataclass(frozen=True)
+class FrequencyCheck:
+    """Scores rebuilt from ``{M_t, theta_t}`` against the model's own, and the kernel split."""
+
+    model: str
+    max_abs_error: float  # |hook - (symmetric + directional) / scale|, unmasked entries
+    max_rel_error: float
+    max_split_error: float  # |full - (symmetric + directional)| in the float64 rebuild
+    max_ablated_asymmetry: float  # max |S(D) - S(-D)| of the ablated kernel, all heads
+    max_intact_asymmetry: float  # the same for the intact kernel (nonzero: directional part)
+    kernels: dict  # head label -> (offsets, intact, ablated) for the strongest-asymmetry head
+
+
+def _augmented(model, layer: int) -> tuple[np.ndarray, np.ndarray]:
+    """Factors with the biases as an extra input row: ``x -> [x, 1]``."""
+    A, B = model.factors.A[layer], model.factors.B[layer]
+    H, _, k = A.shape
+    b_Q = model.b_Q[layer] if model.b_Q is not None else np.zeros((H, k))
+    b_K = model.b_K[layer] if model.b_K is not None else np.zeros((H, k))
+    return np.concatenate([A, b_Q[:, None, :]], axis=1), np.concatenate(
+        [B, b_K[:, None, :]], axis=1
+    )
+
+
+def frequency_check(model, *, n_tokens: int = 32, seed: int = 0, max_offset: int = 32):
+    """F2/S8a on a RoPE model: rebuild every head's scores from its per-frequency operators.
+
+    The content vector of the kernels is the mean attention input over the random tokens.
+    """
+    from qkcore.linalg.rope import frequency_operators, relative_kernel, rope_scores
+
+    if model.rotary is None:
+        raise QKError(f"{model.name} has no rotary embedding: there are no M_t to rebuild from.")
+    cache = random_token_forward(model, n_tokens, seed, ("q.hook_in", "hook_attn_scores"))
+    mask = np.tril(np.ones((n_tokens, n_tokens), dtype=bool))
+    positions = np.arange(n_tokens)
+    worst = {"abs": 0.0, "rel": 0.0, "split": 0.0, "ablated": 0.0, "intact": 0.0}
+    best_head, best_kernels = None, None
+    for layer in range(model.n_layers):
+        x = cache[f"blocks.{layer}.attn.q.hook_in"][0]
+        hook = cache[f"blocks.{layer}.attn.hook_attn_scores"][0]
+        A, B = _augmented(model, layer)
+        x_aug = np.concatenate([x, np.ones((n_tokens, 1))], axis=1)
+        ops = frequency_operators(A, B, model.rotary)
+        sym = rope_scores(ops, x_aug, positions, part="symmetric")
+        direc = rope_scores(ops, x_aug, positions, part="directional")
+        full = rope_scores(ops, x_aug, positions)
+        err = np.abs((sym + direc) / model.attn_scale - hook)[:, mask]
+        worst["abs"] = max(worst["abs"], float(err.max()))
+        worst["rel"] = max(worst["rel"], float(err.max() / np.abs(hook[:, mask]).max()))
+        worst["split"] = max(worst["split"], float(np.abs(full - (sym + direc)).max()))
+        n = np.append(x.mean(axis=0), 1.0)
+        intact = relative_kernel(ops, n, max_offset) / model.attn_scale
+        ablated = relative_kernel(ops, n, max_offset, ablate=True) / model.attn_scale
+        worst["ablated"] = max(worst["ablated"], float(np.abs(ablated - ablated[:, ::-1]).max()))
+        asym = np.abs(intact - intact[:, ::-1]).max(axis=1)
+        worst["intact"] = max(worst["intact"], float(asym.max()))
+        if best_head is None or asym.max() > best_head[0]:
+            h = int(asym.argmax())
+            best_head = (float(asym.max()), f"L{layer}.H{h}")
+            best_kernels = (np.arange(-max_offset, max_offset + 1), intact[h], ablated[h])
+    return FrequencyCheck(
+        model.name,
+        worst["abs"],
+        worst["rel"],
+        worst["split"],
+        worst["ablated"],
+        worst["intact"],
+        {best_head[1]: best_kernels},
+    )

@@ -1,0 +1,8 @@
+"""Evidence: the paper's released tables and the references that name each piece of evidence.
+
+Layer 4 of qkcore. It may import every layer below (analyses, models, the core) and pytest's
+parametrization; nothing below imports it.
+
+- :mod:`~qkcore.evidence.paper_data` - the released tables: discovery from file names, checks
+- :mod:`~qkcore.evidence.refs`       - ``EvidenceRef`` and the ``pytest.param`` that names it
+"""

@@ -1,0 +1,20 @@
+"""Models: where weights come from, the toy transformer and its trainer, and the one view of a
+model every analysis reads (:class:`LoadedModel`).
+
+Layer 2 of qkcore. It may import :mod:`qkcore.linalg`, :mod:`qkcore.stats`,
+:mod:`qkcore.diskcache` and :mod:`qkcore.errors`; never an analysis, the evidence layer or
+pytest.
+
+- :mod:`~qkcore.models.loaded`     - ``LoadedModel``: factors, rotary info, forward door, inputs
+- :mod:`~qkcore.models.hooks`      - the typed hook protocol (TransformerLens's) and ``HookPoints``
+- :mod:`~qkcore.models.sources`    - model specs resolved offline (packaged, local, hub cache)
+- :mod:`~qkcore.models.pretrained` - ``load_model``: GGUF/safetensors/hub -> ``LoadedModel``
+- :mod:`~qkcore.models.corpus`     - the offline text corpus (stdlib docstrings)
+- :mod:`~qkcore.models.toy`        - the toy transformer, its training, cache, grid and view
+"""
+
+from qkcore.models.loaded import LoadedModel
+from qkcore.models.pretrained import load_model
+from qkcore.models.sources import PACKAGED, PAPER_MODELS, ModelSource, resolve_source
+
+__all__ = ["PACKAGED", "PAPER_MODELS", "LoadedModel", "ModelSource", "load_model", "resolve_source"]

@@ -1,0 +1,99 @@
+"""The one thing every analysis sees of a model, whatever its source: :class:`LoadedModel`.
+
+Per-head factors in float64 (normalisation folded as the paper's convention says, GQA
+expanded), biases, rotary dims/base/pairing, a positional-scheme tag and the norm type; a
+forward door (:class:`~qkcore.models.hooks.ForwardBridge`) for hooked forward passes; and the
+model's own way of drawing real inputs (:meth:`LoadedModel.sample_inputs`), so analyses never
+ask which source a model came from.
+
+Example::
+
+    model = load_model("smollm2-135m")          # or loaded_toy(run) for a toy
+    model.factors.A.shape                       # (30, 9, 576, 64): [L, H, d, k]
+    tokens = model.sample_inputs(4, 48)         # [4, 48]: corpus text, BOS first
+    hooks = model.run_with_cache(tokens, {"blocks.0.attn.hook_pattern"})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from qkcore.errors import QKError
+from qkcore.linalg.operators import QKFactors
+from qkcore.linalg.rope import RotaryInfo
+from qkcore.models.hooks import ForwardBridge
+
+__all__ = ["InputSampler", "LoadedModel"]
+
+#: ``sampler(n_seq, length, seed) -> tokens [n_seq, length]``: real inputs for this model.
+InputSampler = Callable[[int, int, int], np.ndarray]
+
+
+@dataclass
+class LoadedModel:
+    """A model as every analysis sees it (see module docstring)."""
+
+    name: str
+    scheme: str  # ape | alibi | rope | rope-partial
+    norm: str  # rms | ln | ln-post
+    causal: bool
+    factors: QKFactors  # [L, H, d, k]
+    b_Q: np.ndarray | None  # [L, H, k]
+    b_K: np.ndarray | None  # [L, H, k] (GQA expanded)
+    rotary: RotaryInfo | None
+    n_kv_heads: int
+    attn_scale: float
+    bridge: ForwardBridge = field(repr=False)
+    tokenizer: Any = field(repr=False)
+    input_sampler: InputSampler | None = field(default=None, repr=False)
+    load_seconds: float = 0.0
+    cache_state: str = "n/a"  # cold | cached | n/a
+    content_key: str = ""  # identifies the weights: file hashes or the hub commit
+    alibi_slopes: np.ndarray | None = None  # [H] for ALiBi models: score -= slope * (i - j)
+
+    @property
+    def n_layers(self) -> int:
+        return self.factors.batch_shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.factors.batch_shape[1]
+
+    @property
+    def d_vocab(self) -> int:
+        return int(self.bridge.cfg.d_vocab)
+
+    def sample_inputs(self, n_seq: int, length: int, seed: int = 0) -> np.ndarray:
+        """``[n_seq, length]`` token ids of the model's real inputs: corpus text for pretrained
+        models (BOS first where the tokenizer has one), task sequences for toys."""
+        if self.input_sampler is None:
+            raise QKError(
+                f"{self.name} has no source of real inputs; build it with load_model or "
+                "loaded_toy, which set one."
+            )
+        return self.input_sampler(n_seq, length, seed)
+
+    def run_with_cache(
+        self, tokens: np.ndarray, names: set[str], *, return_logits: bool = False
+    ) -> Any:
+        """Forward pass on ``tokens: [batch, n]``; the named hooks as float64 arrays.
+
+        With ``return_logits``: ``(hooks, logits [batch, n, vocab] float64)``.
+        """
+        import torch
+
+        with torch.no_grad():
+            logits, cache = self.bridge.run_with_cache(
+                torch.as_tensor(tokens, dtype=torch.long), names_filter=lambda n: n in names
+            )
+        missing = names - set(cache.keys())
+        if missing:
+            raise QKError(f"{self.name}: hooks {sorted(missing)} were not produced by the bridge.")
+        hooks = {n: cache[n].detach().to(torch.float64).numpy() for n in names}
+        if return_logits:
+            return hooks, logits.detach().to(torch.float64).numpy()
+        return hooks

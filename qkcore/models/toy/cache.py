@@ -1,0 +1,83 @@
+"""Trained toy runs cached on disk by config hash and code version (atomic, xdist-safe).
+
+A run is stored as ``history.json`` (eval trajectory), ``checkpoints.npz`` (centred W_Q, W_K per
+checkpoint step), ``state.pt`` (final weights), ``checkpoint_states.pt`` (all weights at every
+checkpoint) and ``meta.json``. The key hashes the full
+config and the source of the model, the training loop and the formation criterion, so any
+change to them retrains instead of reusing a stale result. An interrupted run leaves no entry
+(:class:`~qkcore.diskcache.DiskCache`). Runs of a grid spread over xdist workers naturally:
+each worker trains the runs its tests ask for, and a file lock stops two workers training the
+same one.
+
+Example::
+
+    run = trained_run(ToyConfig(scheme="rope", seed=1))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from qkcore.diskcache import DiskCache, source_digest
+from qkcore.models.toy.model import ToyConfig
+from qkcore.models.toy.train import TrainedRun, train
+
+__all__ = ["TRAINING_SOURCES", "run_key", "trained_run"]
+
+
+#: The modules whose source decides a run's weights (part of its cache key).
+TRAINING_SOURCES = ("models/toy/model", "models/toy/train", "stats/formation")
+
+
+def run_key(config: ToyConfig) -> str:
+    """``toy-<label>-<16 hex digits>`` of the config and the training code."""
+    payload = json.dumps(asdict(config), sort_keys=True) + source_digest(*TRAINING_SOURCES)
+    return f"toy-{config.label}-{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
+
+
+def trained_run(
+    config: ToyConfig, *, device: str = "cpu", progress: bool | None = None
+) -> TrainedRun:
+    """The run for ``config``: from the cache, or trained now and cached."""
+
+    def build(tmp: Path) -> None:
+        run = train(config, device=device, progress=progress)
+        (tmp / "history.json").write_text(json.dumps(run.history))
+        np.savez(
+            tmp / "checkpoints.npz",
+            **{
+                f"{part}_{step}": arrays[part]
+                for step, arrays in run.checkpoints.items()
+                for part in ("W_Q", "W_K")
+            },
+        )
+        torch.save(run.state, tmp / "state.pt")
+        torch.save(run.checkpoint_states, tmp / "checkpoint_states.pt")
+        (tmp / "meta.json").write_text(
+            json.dumps(
+                {"formation_step": run.formation_step, "seconds": run.seconds, "device": device}
+            )
+        )
+
+    folder = DiskCache.default().get_or_build(run_key(config), build)
+    meta = json.loads((folder / "meta.json").read_text())
+    with np.load(folder / "checkpoints.npz") as npz:
+        checkpoints: dict[int, dict[str, np.ndarray]] = {}
+        for name in npz.files:
+            part, step = name.rsplit("_", 1)
+            checkpoints.setdefault(int(step), {})[part] = npz[name]
+    return TrainedRun(
+        config=config,
+        history=json.loads((folder / "history.json").read_text()),
+        checkpoints=dict(sorted(checkpoints.items())),
+        state=torch.load(folder / "state.pt", weights_only=True),
+        formation_step=float(meta["formation_step"]),
+        seconds=float(meta["seconds"]),
+        checkpoint_states=torch.load(folder / "checkpoint_states.pt", weights_only=True),
+    )

@@ -1,0 +1,177 @@
+"""The toy attention-only transformer and its config (the §9/§10 settings).
+
+Model: token embedding (+ learned positions for ``ape``), ``n_layers`` blocks of
+``x + Attn(LN(x))``, a final LN and an unembedding. Positions enter as learned absolute
+embeddings (``ape``), as a rotation of queries and keys (``rope``, rotate-half pairing, all head
+dims) or as a per-head linear bias on the scores (``alibi``, slopes ``2^(-8h/H)``).
+
+Two paths through the model: training (``forward(tokens)``, the fused attention kernel) and
+analysis (``forward(tokens, hooks)``: explicit scores and pattern, exposed under
+TransformerLens's hook names through :class:`qkcore.models.hooks.HookPoints`).
+
+Training lives in :mod:`qkcore.models.toy.train`; the analysis view of a trained run is
+:func:`qkcore.models.toy.view.loaded_toy`.
+
+Example::
+
+    config = ToyConfig(scheme="rope", seed=0)       # d = 64, H = 4, d_k = 16
+    model = ToyTransformer(config)
+    logits = model(tokens)                          # tokens [B, n] -> logits [B, n, vocab]
+    W_Q, W_K = model.factors()                      # [L, H, d, k] each, centred over d
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from qkcore.errors import QKError
+from qkcore.models.hooks import HookPoints
+
+__all__ = ["CONSTRAINTS", "PAPER_SCALE", "SCHEMES", "ToyConfig", "ToyTransformer", "alibi_slopes"]
+
+SCHEMES = ("ape", "rope", "alibi")
+CONSTRAINTS = ("free", "sym", "imag")
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    """Everything that determines a run (its hash names the cached result)."""
+
+    scheme: str = "ape"
+    constraint: str = "free"
+    lam: float = 0.0
+    seed: int = 0
+    n_layers: int = 2
+    d_model: int = 64
+    n_heads: int = 4
+    d_head: int = 16
+    vocab: int = 64
+    seq_len: int = 128
+    noise: float = 0.1
+    batch: int = 32
+    steps: int = 6000  # the paper's cap; free runs stop early (stop_after_formation)
+    lr: float = 1e-2
+    weight_decay: float = 0.01
+    warmup: int = 100
+    eval_every: int = 50
+    eval_batch: int = 64
+    rope_base: float = 10000.0
+    stop_after_formation: int | None = 500  # stop this many steps after formation (None: run all)
+
+    def __post_init__(self) -> None:
+        if self.scheme not in SCHEMES:
+            raise QKError(f"toy scheme must be one of {SCHEMES}; got {self.scheme!r}.")
+        if self.constraint not in CONSTRAINTS:
+            raise QKError(f"toy constraint must be one of {CONSTRAINTS}; got {self.constraint!r}.")
+        if self.constraint == "imag" and self.scheme != "rope":
+            raise QKError("the Im(M_t) constraint needs RoPE: there is no M_t without rotation.")
+        if self.constraint != "free" and self.lam <= 0:
+            raise QKError(f"constraint {self.constraint!r} needs lam > 0 (paper: 10).")
+
+    @property
+    def label(self) -> str:
+        return f"{self.scheme}-{self.constraint}-s{self.seed}"
+
+
+#: The paper's §10 scale (GPU-sized); the defaults above are the CPU scale (see README).
+PAPER_SCALE = dict(
+    d_model=128, n_heads=4, d_head=32, seq_len=256, batch=64, steps=6000, eval_every=100
+)
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """``2^(-8h/H)`` for h = 1..H (Press et al.'s geometric slopes)."""
+    return torch.tensor([2.0 ** (-8.0 * (h + 1) / n_heads) for h in range(n_heads)])
+
+
+def _rotate(x: torch.Tensor, base: float) -> torch.Tensor:
+    """Rotate-half RoPE on ``x: [B, H, n, k]`` at positions 0..n-1."""
+    n, k = x.shape[-2], x.shape[-1]
+    theta = base ** (-torch.arange(0, k, 2, dtype=x.dtype) / k)
+    angle = torch.arange(n, dtype=x.dtype)[:, None] * theta[None, :]
+    cos, sin = angle.cos(), angle.sin()
+    a, b = x[..., : k // 2], x[..., k // 2 :]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ToyConfig) -> None:
+        super().__init__()
+        self.config = config
+        d, H, k = config.d_model, config.n_heads, config.d_head
+        self.W_Q = nn.Parameter(torch.randn(H, d, k) / math.sqrt(d))
+        self.W_K = nn.Parameter(torch.randn(H, d, k) / math.sqrt(d))
+        self.W_V = nn.Parameter(torch.randn(H, d, k) / math.sqrt(d))
+        self.W_O = nn.Parameter(torch.randn(H, k, d) / math.sqrt(H * k))
+        if config.scheme == "alibi":
+            self.register_buffer("slopes", alibi_slopes(H), persistent=False)
+
+    def forward(self, x: torch.Tensor, hooks: HookPoints | None, prefix: str):
+        n, H = x.shape[1], self.config.n_heads
+        if hooks is not None:
+            x = hooks(f"{prefix}.attn.q.hook_in", x)
+        # One fused projection for q, k, v: a third of the matmul launches of three einsums.
+        qkv = torch.einsum("bnd,hdk->bhnk", x, torch.cat([self.W_Q, self.W_K, self.W_V]))
+        q, k, v = qkv.split(H, dim=1)
+        if self.config.scheme == "rope":
+            q, k = _rotate(q, self.config.rope_base), _rotate(k, self.config.rope_base)
+        pos = torch.arange(n)
+        distance = (pos[:, None] - pos[None, :]).to(x.dtype)  # i - j
+        bias = None
+        if self.config.scheme == "alibi":
+            bias = (-self.slopes[:, None, None] * distance).masked_fill(distance < 0, float("-inf"))
+        if hooks is None:
+            # Training path: the fused kernel, about half the time of the explicit one.
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=bias is None)
+        else:
+            # Analysis path: explicit scores and pattern, exposed under TransformerLens names.
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.config.d_head)
+            scores = (
+                scores + bias
+                if bias is not None
+                else scores.masked_fill(distance < 0, float("-inf"))
+            )
+            scores = hooks(f"{prefix}.attn.hook_attn_scores", scores)
+            pattern = hooks(f"{prefix}.attn.hook_pattern", scores.softmax(dim=-1))
+            z = pattern @ v
+        return torch.einsum("bhnk,hkd->bnd", z, self.W_O)
+
+
+class ToyTransformer(nn.Module):
+    """Attention-only transformer; ``forward(tokens, hooks)`` runs the analysis path through
+    :class:`HookPoints` when given (the training path otherwise)."""
+
+    def __init__(self, config: ToyConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed = nn.Parameter(torch.randn(config.vocab, config.d_model) * 0.02)
+        if config.scheme == "ape":
+            self.pos = nn.Parameter(torch.randn(config.seq_len, config.d_model) * 0.02)
+        self.ln = nn.ModuleList(
+            nn.LayerNorm(config.d_model, elementwise_affine=False) for _ in range(config.n_layers)
+        )
+        self.attn = nn.ModuleList(Attention(config) for _ in range(config.n_layers))
+        self.ln_final = nn.LayerNorm(config.d_model, elementwise_affine=False)
+        self.unembed = nn.Parameter(
+            torch.randn(config.d_model, config.vocab) / math.sqrt(config.d_model)
+        )
+
+    def forward(self, tokens: torch.Tensor, hooks: HookPoints | None = None):
+        x = self.embed[tokens]
+        if self.config.scheme == "ape":
+            x = x + self.pos[: tokens.shape[1]]
+        for layer, (ln, attn) in enumerate(zip(self.ln, self.attn, strict=True)):
+            x = x + attn(ln(x), hooks, f"blocks.{layer}")
+        return self.ln_final(x) @ self.unembed
+
+    def factors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``W_Q, W_K: [L, H, d, k]``, centred over d (the LayerNorm before each block has no
+        gain, so ``M_eff = C M C`` is exactly what the scores see)."""
+        W_Q = torch.stack([a.W_Q for a in self.attn])
+        W_K = torch.stack([a.W_K for a in self.attn])
+        return W_Q - W_Q.mean(dim=-2, keepdim=True), W_K - W_K.mean(dim=-2, keepdim=True)

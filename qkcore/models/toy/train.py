@@ -1,0 +1,229 @@
+"""Training a toy: the §10 task, the spectral penalties and one readable, deterministic loop.
+
+Task (§10): each sequence draws its own random map ``f: V -> V``; ``x_0`` is uniform and
+``x_{t+1} = f(x_t)`` with probability ``1 - noise``, else uniform. Only in-context learning can
+predict ``f``: find the last occurrence of the current token, copy what followed it - an
+induction circuit. ``ce_pred`` is the loss on tokens produced by ``f``, ``ce_unpred`` on noise.
+
+Constraints (penalties added to the loss, denominators detached, averaged over heads, computed
+on the LayerNorm-centred factors the analysis sees):
+
+- ``sym``:  ``lam * ||M_A||^2 / ||M||^2``;
+- ``imag`` (RoPE): ``lam * sum_t ||Im M_t||^2 / sum_t (||Re M_t||^2 + ||Im M_t||^2)``.
+
+Determinism: every random draw comes from generators seeded by the config, and training runs
+on one CPU thread, so the same config gives bit-identical weights in any process.
+
+Example::
+
+    run = train(ToyConfig(scheme="rope", seed=0))  # TrainedRun: history, checkpoints, weights
+    run.formation_step                             # first eval step with ce_pred below threshold
+    loaded_toy(run, step=512)                      # its analysis view (qkcore.models.toy.view)
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from qkcore.errors import QKError
+from qkcore.models.toy.model import ToyConfig, ToyTransformer
+from qkcore.stats.formation import formation_threshold
+
+__all__ = [
+    "TrainedRun",
+    "checkpoint_steps",
+    "evaluate",
+    "imag_penalty",
+    "sample_batch",
+    "sym_penalty",
+    "train",
+]
+
+
+# --- data -----------------------------------------------------------------------------------
+def sample_batch(config: ToyConfig, batch: int, generator: torch.Generator):
+    """``tokens [B, n]`` and ``predictable [B, n-1]`` (target t+1 came from f, not noise)."""
+    V, n = config.vocab, config.seq_len
+    f = torch.randint(V, (batch, V), generator=generator)
+    noise_draw = torch.rand(batch, n - 1, generator=generator) < config.noise
+    noise_tok = torch.randint(V, (batch, n - 1), generator=generator)
+    tokens = torch.empty(batch, n, dtype=torch.long)
+    tokens[:, 0] = torch.randint(V, (batch,), generator=generator)
+    rows = torch.arange(batch)
+    for t in range(n - 1):
+        mapped = f[rows, tokens[:, t]]
+        tokens[:, t + 1] = torch.where(noise_draw[:, t], noise_tok[:, t], mapped)
+    return tokens, ~noise_draw
+
+
+# --- penalties (differentiable, in the k x k core) -------------------------------------------
+def sym_penalty(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """Mean over heads of ``||M_A||^2 / ||M||^2`` (denominator detached)."""
+    gq, gk, core = A.transpose(-1, -2) @ A, B.transpose(-1, -2) @ B, B.transpose(-1, -2) @ A
+    fro2 = (gq * gk).sum(dim=(-2, -1))
+    antisym = 0.5 * (fro2 - (core * core.transpose(-1, -2)).sum(dim=(-2, -1)))
+    return (antisym / fro2.detach()).mean()
+
+
+def imag_penalty(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """Mean over heads of ``sum_t ||Im M_t||^2 / sum_t (||Re M_t||^2 + ||Im M_t||^2)``."""
+    half = A.shape[-1] // 2
+    aq, bq, ak, bk = A[..., :half], A[..., half:], B[..., :half], B[..., half:]
+
+    def pair_fro2(x1, x2, y1, y2):
+        gx = [[(u * v).sum(dim=-2) for v in (x1, x2)] for u in (x1, x2)]
+        gy = [[(u * v).sum(dim=-2) for v in (y1, y2)] for u in (y1, y2)]
+        return sum(gx[i][j] * gy[i][j] for i in range(2) for j in range(2))
+
+    re = pair_fro2(aq, bq, ak, bk).sum(dim=-1)
+    im = pair_fro2(bq, -aq, ak, bk).sum(dim=-1)
+    return (im / (re + im).detach()).mean()
+
+
+# --- training -------------------------------------------------------------------------------
+def checkpoint_steps(steps: int) -> list[int]:
+    """Log-spaced steps from 0: 0, 1, 2, 4, ... and every eval-grid power up to ``steps``."""
+    out = {0, steps}
+    s = 1
+    while s < steps:
+        out.add(s)
+        s *= 2
+    for frac in (0.375, 0.75):  # between the doublings, where formation usually lands
+        out.update(int(frac * 2**e) for e in range(1, int(math.log2(max(steps, 2))) + 1))
+    return sorted(x for x in out if x <= steps)
+
+
+@dataclass
+class TrainedRun:
+    """A finished run: eval history, checkpoints and final state.
+
+    ``checkpoints`` maps step -> centred factors ``{"W_Q", "W_K"}`` ``[L, H, d, k]``;
+    ``checkpoint_states`` maps the same steps to the full weights (a toy is ~50k parameters,
+    so keeping them lets behaviour be measured along training, §9).
+    """
+
+    config: ToyConfig
+    history: list[dict[str, Any]]
+    checkpoints: dict[int, dict[str, np.ndarray]]
+    state: dict[str, torch.Tensor] = field(repr=False)
+    formation_step: float = float("nan")
+    seconds: float = 0.0
+    checkpoint_states: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict, repr=False)
+
+    def model(self, step: int | None = None) -> ToyTransformer:
+        """The model with the final weights, or those of checkpoint ``step``."""
+        if step is None:
+            state = self.state
+        elif step in self.checkpoint_states:
+            state = self.checkpoint_states[step]
+        else:
+            raise QKError(
+                f"run {self.config.label} has no checkpoint at step {step}; "
+                f"checkpoints: {sorted(self.checkpoint_states)}."
+            )
+        model = ToyTransformer(self.config)
+        model.load_state_dict(state)
+        return model.eval()
+
+
+def _lr(step: int, config: ToyConfig) -> float:
+    return config.lr * min(1.0, (step + 1) / config.warmup)
+
+
+@torch.no_grad()
+def evaluate(model: ToyTransformer, tokens: torch.Tensor, predictable: torch.Tensor) -> dict:
+    logits = model(tokens)
+    nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+    return {
+        "ce_pred": float(nll[predictable].mean()),
+        "ce_unpred": float(nll[~predictable].mean()) if (~predictable).any() else float("nan"),
+    }
+
+
+def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = None) -> TrainedRun:
+    """Train one run from scratch (uncached; see :func:`qkcore.models.toy.cache.trained_run`)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: bit-identical reductions in any process
+    try:
+        torch.manual_seed(config.seed)
+        model = ToyTransformer(config).to(device)
+        data_gen = torch.Generator().manual_seed(10_000 + config.seed)
+        eval_gen = torch.Generator().manual_seed(20_000 + config.seed)
+        eval_tokens, eval_pred = sample_batch(config, config.eval_batch, eval_gen)
+        optimizer = torch.optim.AdamW(
+            model.parameters(), lr=config.lr, weight_decay=config.weight_decay
+        )
+        keep = set(checkpoint_steps(config.steps))
+        history, checkpoints, checkpoint_states = [], {}, {}
+        formed = float("nan")
+        show = sys.stderr.isatty() if progress is None else progress
+        bar = None
+        if show:
+            from tqdm import tqdm
+
+            bar = tqdm(total=config.steps, desc=config.label, leave=False)
+        start = time.perf_counter()
+        last = config.steps
+        for step in range(config.steps + 1):
+            if step in keep:
+                A, B = model.factors()
+                checkpoints[step] = {
+                    "W_Q": A.detach().double().numpy().copy(),
+                    "W_K": B.detach().double().numpy().copy(),
+                }
+                checkpoint_states[step] = {
+                    k: v.detach().cpu().clone() for k, v in model.state_dict().items()
+                }
+            if step % config.eval_every == 0 or step == config.steps:
+                row = {
+                    "step": step,
+                    **evaluate(model, eval_tokens.to(device), eval_pred.to(device)),
+                }
+                history.append(row)
+                if math.isnan(formed) and row["ce_pred"] < formation_threshold(config.vocab):
+                    formed = float(step)
+                    if config.stop_after_formation is not None:
+                        last = min(config.steps, step + config.stop_after_formation)
+            if step >= last:
+                break
+            tokens, predictable = sample_batch(config, config.batch, data_gen)
+            tokens, predictable = tokens.to(device), predictable.to(device)
+            logits = model(tokens)
+            nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+            loss = nll.mean()
+            penalty = torch.zeros(())
+            if config.constraint == "sym":
+                penalty = sym_penalty(*model.factors())
+            elif config.constraint == "imag":
+                penalty = imag_penalty(*model.factors())
+            for group in optimizer.param_groups:
+                group["lr"] = _lr(step, config)
+            optimizer.zero_grad(set_to_none=True)
+            (loss + config.lam * penalty).backward()
+            optimizer.step()
+            if history and history[-1]["step"] == step:
+                history[-1]["penalty"] = float(penalty.detach())
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        return TrainedRun(
+            config,
+            history,
+            checkpoints,
+            state,
+            formed,
+            time.perf_counter() - start,
+            checkpoint_states,
+        )
+    finally:
+        torch.set_num_threads(threads)

@@ -1,0 +1,28 @@
+"""The claims pytest plugin: register with ``pytest_plugins = ["qkcore.pytest_plugin"]``.
+
+Layer: the top of qkcore. It may import every layer below; nothing in qkcore imports it.
+
+- :mod:`~qkcore.pytest_plugin.hooks`    - options, markers, the ``claim_record`` fixture, hooks
+- :mod:`~qkcore.pytest_plugin.recorder` - what a claim test records
+- :mod:`~qkcore.pytest_plugin.session`  - phase verdicts, xdist aggregation, baseline drift
+- :mod:`~qkcore.pytest_plugin.baseline` - the verdict baseline file
+- :mod:`~qkcore.pytest_plugin.report`   - claims.json, claims.md, claims.html
+"""
+
+from qkcore.pytest_plugin.hooks import (
+    claim_record,
+    pytest_addoption,
+    pytest_configure,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
+
+__all__ = [
+    "claim_record",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_runtest_makereport",
+    "pytest_sessionfinish",
+    "pytest_terminal_summary",
+]

@@ -1,0 +1,122 @@
+"""What a claim test records: measurements, notes and figure points (the ``claim_record`` fixture).
+
+The recorder knows nothing of pytest: it is a plain object the fixture hands to a test, and
+what it holds travels as JSON from an xdist worker to the controller.
+
+Example::
+
+    def test_rope_rotational(evidence, claim_record):
+        value = claim_record.measure("median D_head percentile", 0.91, paper=0.89,
+                                     comparison=">= 0.8")
+        claim_record.plot("S6a", "smollm2", [1, 2], [0.9, 0.8], kind="line")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ClaimRecorder", "Measurement", "is_sequence", "jsonable"]
+
+
+@dataclass
+class Measurement:
+    """One recorded number: what was measured, what the paper says, and the test applied."""
+
+    name: str
+    value: float | str | None
+    paper: float | str | None = None
+    comparison: str | None = None
+    n: int | None = None
+    unit: str | None = None
+
+
+@dataclass
+class ClaimRecorder:
+    """Collects a claim test's measurements and figure points (the ``claim_record`` fixture)."""
+
+    measurements: list[Measurement] = field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def measure(
+        self,
+        name: str,
+        value: Any,
+        *,
+        paper: Any = None,
+        comparison: str | None = None,
+        n: int | None = None,
+        unit: str | None = None,
+    ) -> Any:
+        """Record a measured value (returned unchanged, so it can be asserted on)."""
+        self.measurements.append(
+            Measurement(name, jsonable(value), jsonable(paper), comparison, n, unit)
+        )
+        return value
+
+    def note(self, text: str) -> None:
+        """A sentence for the report: a caveat, an operational choice, a finding."""
+        self.notes.append(text)
+
+    def plot(
+        self,
+        figure: str,
+        series: str,
+        x: Any,
+        y: Any,
+        *,
+        kind: str = "scatter",
+        xlabel: str = "",
+        ylabel: str = "",
+        xscale: str = "linear",
+    ) -> None:
+        """Add points to a report figure; tests naming the same figure share its axes.
+
+        ``kind``: ``scatter`` (numeric x, y), ``line`` (a curve per series) or ``strip``
+        (x is a category label, y the values); ``xscale``: ``linear`` or ``log``.
+        """
+        if kind not in ("scatter", "line", "strip"):
+            raise ValueError(f"plot kind must be scatter, line or strip; got {kind!r}")
+        if xscale not in ("linear", "log"):
+            raise ValueError(f"plot xscale must be linear or log; got {xscale!r}")
+        xs = [jsonable(u) for u in x] if is_sequence(x) else None
+        ys = [jsonable(u) for u in y] if is_sequence(y) else None
+        # A scalar on one axis is repeated to match the other (one category, many values).
+        if xs is None:
+            xs = [jsonable(x)] * (len(ys) if ys is not None else 1)
+        if ys is None:
+            ys = [jsonable(y)] * len(xs)
+        if len(xs) != len(ys):
+            raise ValueError(f"plot {figure!r}: {len(xs)} x values but {len(ys)} y values")
+        self.figures.append(
+            {
+                "figure": figure,
+                "series": series,
+                "x": xs,
+                "y": ys,
+                "kind": kind,
+                "xlabel": xlabel,
+                "ylabel": ylabel,
+                "xscale": xscale,
+            }
+        )
+
+
+def is_sequence(v: Any) -> bool:
+    return hasattr(v, "__len__") and not isinstance(v, str)
+
+
+def jsonable(v: Any) -> Any:
+    """numpy scalars -> Python; NaN/Inf -> strings (JSON has no NaN)."""
+    if v is None or isinstance(v, str | bool):
+        return v
+    if is_sequence(v):
+        return [jsonable(u) for u in v]
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if f != f or f in (float("inf"), float("-inf")):
+        return str(f)
+    return int(f) if isinstance(v, int) else f

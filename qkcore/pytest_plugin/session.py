@@ -1,0 +1,184 @@
+"""One claims session: per-phase verdicts, their aggregation across xdist workers, and the
+comparison with the baseline.
+
+Verdicts: the call passes -> ``supported``; an AssertionError -> ``refuted``; any other
+exception -> ``error``; a skip -> ``skipped``. A claim test that records nothing is an error (it
+could not be a check of anything). Every phase of a test sends its verdict as JSON in
+``report.user_properties`` (the one field xdist serialises for us), so ``-n 2`` and ``-n 0``
+produce the same results; the controller merges phases, a later phase only making things worse.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qkcore.pytest_plugin.baseline import read_baseline
+from qkcore.pytest_plugin.recorder import ClaimRecorder
+
+__all__ = [
+    "PROPERTY_KEY",
+    "ClaimsSession",
+    "SessionState",
+    "compare_with_baseline",
+    "evidence_id",
+    "merge_phase",
+    "phase_verdict",
+]
+
+PROPERTY_KEY = "qk_claim"
+
+# A later phase can only make things worse: error beats refuted beats supported.
+_RANK = {None: 0, "skipped": 1, "supported": 2, "refuted": 3, "error": 4}
+
+
+@dataclass
+class SessionState:
+    """Options, the baseline read at start, and the results merged so far."""
+
+    rootdir: Path
+    check_baseline: bool
+    update_baseline: bool
+    baseline_path: Path | None
+    baseline: dict[str, str]
+    report_dir: Path
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    is_worker: bool = False
+
+    @property
+    def baseline_label(self) -> str:
+        if self.baseline_path is None:
+            return "(none)"
+        try:
+            return str(self.baseline_path.relative_to(self.rootdir))
+        except ValueError:
+            return str(self.baseline_path)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> SessionState:
+        rootdir = Path(config.rootpath)
+        option = config.getoption("--claims-baseline", "reports/baseline.json")
+        update = bool(config.getoption("--claims-update-baseline", False))
+        explicit = option != "reports/baseline.json"
+        path = None if option.lower() == "none" else (rootdir / option).resolve()
+        baseline = read_baseline(path, must_exist=explicit and not update) if path else {}
+        return cls(
+            rootdir=rootdir,
+            check_baseline=path is not None and not update,
+            update_baseline=update,
+            baseline_path=path,
+            baseline=baseline,
+            report_dir=(rootdir / config.getoption("--claims-report-dir", "reports/latest")),
+            is_worker=hasattr(config, "workerinput"),
+        )
+
+
+class ClaimsSession:
+    """Controller-side hooks, bound to one session's state (no module globals)."""
+
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.state.is_worker:
+            return
+        for key, value in report.user_properties:
+            if key == PROPERTY_KEY:
+                merge_phase(self.state.results, report, json.loads(value))
+
+
+def phase_verdict(
+    report: pytest.TestReport, call: pytest.CallInfo, recorder: ClaimRecorder | None
+) -> tuple[str | None, str]:
+    """The verdict this phase implies, or None when it says nothing new."""
+    if report.skipped and not hasattr(report, "wasxfail"):
+        return "skipped", _skip_reason(report)
+    if report.when == "setup" and report.failed:
+        return "error", _short_error(call)
+    if report.when == "teardown":
+        return ("error", _short_error(call)) if report.failed else (None, "")
+    if report.when != "call":
+        return None, ""
+    assertion = call.excinfo is not None and call.excinfo.errisinstance(AssertionError)
+    if report.failed and not assertion:
+        return "error", _short_error(call)
+    if recorder is None or not recorder.measurements:
+        report.outcome = "failed"
+        report.longrepr = (
+            "claim test recorded no measurement: a claim test must record what it measured "
+            "with the claim_record fixture (claim_record.measure(...)) before asserting."
+        )
+        return "error", "claim test recorded no measurement"
+    if report.passed:
+        return "supported", ""
+    return "refuted", _short_error(call)
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def _short_error(call: pytest.CallInfo) -> str:
+    if call.excinfo is None:
+        return ""
+    text = call.excinfo.exconly().strip()
+    first = text.splitlines()[0] if text else ""
+    return first[:500]
+
+
+def evidence_id(item: pytest.Item) -> str:
+    """The ``paper:<model>`` / ``weights:<model>`` / ``toy:<scheme>-s<seed>`` of a test.
+
+    Parameters built with :func:`qkcore.evidence.refs.evidence_params` carry an
+    ``evidence_id``; otherwise the whole parametrization id stands in.
+    """
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return ""
+    for value in callspec.params.values():
+        found = getattr(value, "evidence_id", None)
+        if isinstance(found, str):
+            return found
+    return callspec.id
+
+
+def merge_phase(
+    results: dict[str, dict[str, Any]], report: pytest.TestReport, payload: dict[str, Any]
+) -> None:
+    """Fold one phase's payload into the test's result (worst verdict wins)."""
+    result = results.setdefault(
+        report.nodeid, {**payload, "verdict": None, "reason": "", "duration_s": 0.0}
+    )
+    result["duration_s"] += float(getattr(report, "duration", 0.0))
+    for name in ("measurements", "figures", "notes", "docstring"):
+        if payload[name]:
+            result[name] = payload[name]
+    if _RANK[payload["verdict"]] >= _RANK[result["verdict"]]:
+        result["verdict"] = payload["verdict"]
+        result["reason"] = payload["reason"]
+
+
+def compare_with_baseline(state: SessionState) -> tuple[list[dict], list[str]]:
+    """Verdict changes against the baseline (skips never count: evidence depends on the
+    machine) and the node ids the baseline does not know."""
+    drift, new = [], []
+    if not state.check_baseline:
+        return drift, new
+    for nodeid, result in state.results.items():
+        verdict = result["verdict"]
+        expected = state.baseline.get(nodeid)
+        if expected is None:
+            if verdict != "skipped":
+                new.append(nodeid)
+            continue
+        if "skipped" in (verdict, expected) or verdict == expected:
+            continue
+        drift.append({"nodeid": nodeid, "baseline": expected, "now": verdict})
+    return drift, new

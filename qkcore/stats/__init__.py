@@ -1,0 +1,42 @@
+"""Statistics of head populations: exact tests, percentiles, the formation criterion.
+
+Layer 1 of qkcore, beside :mod:`qkcore.linalg`. It imports numpy, scipy and pandas, and
+:mod:`qkcore.errors`; never a model, torch or pytest.
+
+- :mod:`~qkcore.stats.inference`  - percentiles r/n, exact permutation and Mann-Whitney tests,
+  BH, partial Spearman, layer-clustered bootstrap, Hodges-Lehmann, exact Spearman
+- :mod:`~qkcore.stats.population` - the same on per-head tables: top-k heads, within-model
+  percentiles, partial rho with its CI, the printed-precision rule ``rounds_to``
+- :mod:`~qkcore.stats.formation`  - the §10 formation criterion on a loss curve
+"""
+
+from qkcore.stats.formation import formation_step, formation_threshold
+from qkcore.stats.inference import (
+    PartialSpearman,
+    benjamini_hochberg,
+    exact_permutation_test,
+    hodges_lehmann_shift,
+    layer_clustered_bootstrap_ci,
+    mann_whitney_exact,
+    mann_whitney_permutation,
+    partial_spearman,
+    percentile_rank,
+    rank_biserial,
+    spearman_exact,
+)
+
+__all__ = [
+    "PartialSpearman",
+    "benjamini_hochberg",
+    "exact_permutation_test",
+    "formation_step",
+    "formation_threshold",
+    "hodges_lehmann_shift",
+    "layer_clustered_bootstrap_ci",
+    "mann_whitney_exact",
+    "mann_whitney_permutation",
+    "partial_spearman",
+    "percentile_rank",
+    "rank_biserial",
+    "spearman_exact",
+]

@@ -1,0 +1,188 @@
+"""The package's architecture, checked from its source: layers, cycles, privacy, module size.
+
+Every ``import`` of every qkcore module is read from its syntax tree - module-level, inside
+functions and under ``TYPE_CHECKING`` alike, since a hidden import is still a dependency - and
+held against the layer table of :mod:`qkcore` (its docstring). Nothing is imported or run.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]  # the qkcore package folder
+REPO = ROOT.parent
+
+#: Layer of each top-level part of qkcore; an import may only point to a lower layer or stay
+#: inside its own part.
+LAYERS = {
+    "qkcore.errors": 0,
+    "qkcore.diskcache": 1,
+    "qkcore.linalg": 1,
+    "qkcore.stats": 1,
+    "qkcore.models": 2,
+    "qkcore.testing": 2,
+    "qkcore.analysis": 3,
+    "qkcore.evidence": 4,
+    "qkcore.pytest_plugin": 5,
+}
+#: ``import qkcore`` stays cheap and model-free: the facade re-exports the core only.
+FACADE_MAX_LAYER = 1
+#: Third-party packages the numerical core may import at module level.
+CORE_THIRD_PARTY = {
+    "qkcore.linalg": {"numpy", "scipy"},
+    "qkcore.stats": {"numpy", "scipy", "pandas"},
+}
+MAX_LINES = 300
+LONG_MODULE_REASON = "Why one module:"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def library_modules() -> dict[str, Path]:
+    return {
+        module_name(path): path
+        for path in sorted(ROOT.rglob("*.py"))
+        if "tests" not in path.relative_to(ROOT).parts
+    }
+
+
+def imports_of(path: Path, name: str) -> Iterator[tuple[str, list[str], bool]]:
+    """``(imported module, names taken from it, at module level)`` for every import."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    top_level = {id(node) for node in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, [], id(node) in top_level
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            yield target, [a.name for a in node.names], id(node) in top_level
+
+
+def part_of(module: str) -> str | None:
+    for part in sorted(LAYERS, key=len, reverse=True):
+        if module == part or module.startswith(part + "."):
+            return part
+    return None
+
+
+def internal_edges() -> dict[str, set[str]]:
+    """Module -> the qkcore modules it imports (``from pkg import submodule`` resolved)."""
+    modules = library_modules()
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for target, names, _ in imports_of(path, name):
+            if not target.startswith("qkcore"):
+                continue
+            for taken in names:
+                if f"{target}.{taken}" in modules:
+                    edges[name].add(f"{target}.{taken}")
+            if target in modules:
+                edges[name].add(target)
+    return edges
+
+
+def test_the_layer_table_covers_every_module():
+    unplaced = [m for m in library_modules() if m != "qkcore" and part_of(m) is None]
+    assert not unplaced, f"modules outside every layer of LAYERS: {unplaced}"
+
+
+def test_imports_point_down():
+    wrong = []
+    for module, targets in internal_edges().items():
+        for target in targets:
+            if module == "qkcore":
+                if LAYERS[part_of(target)] > FACADE_MAX_LAYER:
+                    wrong.append(f"qkcore (facade) -> {target}")
+                continue
+            here, there = part_of(module), part_of(target)
+            if here != there and LAYERS[there] >= LAYERS[here]:
+                wrong.append(f"{module} (layer {LAYERS[here]}) -> {target} (layer {LAYERS[there]})")
+    assert not wrong, "imports that do not point down:\n" + "\n".join(sorted(wrong))
+
+
+def test_no_import_cycles():
+    edges = internal_edges()
+    cycles = []
+
+    def visit(node: str, stack: list[str], state: dict[str, int]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if nxt == "qkcore":  # the facade is imported by name only for its re-exports
+                continue
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt, stack, state)
+        stack.pop()
+        state[node] = 2
+
+    state: dict[str, int] = {}
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [], state)
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_numerical_core_imports_no_model_machinery_at_module_level():
+    wrong = []
+    for name, path in library_modules().items():
+        allowed = CORE_THIRD_PARTY.get(part_of(name) or "")
+        if allowed is None:
+            continue
+        for target, _, module_level in imports_of(path, name):
+            root = target.split(".")[0]
+            known = allowed | {"qkcore", "__future__"} | sys.stdlib_module_names
+            if module_level and root not in known:
+                wrong.append(f"{name} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _python_files() -> Iterator[Path]:
+    for folder in ("qkcore", "claims", "benchmarks"):
+        yield from sorted((REPO / folder).rglob("*.py"))
+    yield REPO / "conftest.py"
+
+
+def test_no_private_name_crosses_a_module():
+    wrong = []
+    for path in _python_files():
+        if not path.exists():
+            continue
+        name = module_name(path)
+        for target, names, _ in imports_of(path, name):
+            if not (target.startswith("qkcore") or target.startswith("claims")):
+                continue
+            for taken in names:
+                if taken.startswith("_") and not taken.startswith("__"):
+                    wrong.append(f"{path.relative_to(REPO)} imports {target}.{taken}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("path", list(_python_files()), ids=lambda p: str(p.relative_to(REPO)))
+def test_long_modules_say_why(path: Path):
+    """A module over ~300 lines states, at its top, why it is one module."""
+    text = path.read_text()
+    lines = text.count("\n")
+    if lines <= MAX_LINES:
+        return
+    docstring = ast.get_docstring(ast.parse(text)) or ""
+    assert LONG_MODULE_REASON in docstring, (
+        f"{path.relative_to(REPO)} has {lines} lines: split it, or say '{LONG_MODULE_REASON} "
+        "...' in its docstring"
+    )
