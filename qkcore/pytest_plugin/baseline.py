@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["BASELINE_SCHEMA", "VERDICTS", "read_baseline", "write_baseline"]
+__all__ = ["BASELINE_SCHEMA", "DECIDED", "VERDICTS", "read_baseline", "write_baseline"]
 
 BASELINE_SCHEMA = "qk-baseline/1"
-VERDICTS = ("supported", "refuted", "skipped", "error")
+#: Verdicts that say something about the claim (the others say the evidence was absent or broke).
+DECIDED = ("supported", "refuted", "inconclusive", "not-applicable")
+VERDICTS = (*DECIDED, "skipped", "error")
 
 
 def read_baseline(path: Path, must_exist: bool) -> dict[str, str]:

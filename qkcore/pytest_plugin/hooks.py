@@ -24,9 +24,11 @@ from dataclasses import asdict
 
 import pytest
 
-from qkcore.pytest_plugin.baseline import VERDICTS, write_baseline
+from qkcore.pytest_plugin.baseline import DECIDED, VERDICTS, write_baseline
+from qkcore.pytest_plugin.findings import claim_key
 from qkcore.pytest_plugin.recorder import ClaimRecorder
-from qkcore.pytest_plugin.report import claim_key, write_reports
+from qkcore.pytest_plugin.report import write_reports
+from qkcore.pytest_plugin.result import ClaimResult
 from qkcore.pytest_plugin.session import (
     PROPERTY_KEY,
     ClaimsSession,
@@ -109,28 +111,36 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.when == "call" and verdict == "refuted" and expected == "refuted":
         report.outcome = "skipped"
         report.wasxfail = f"known refuted (baseline {state.baseline_label})"
-    elif report.when == "call" and verdict == "supported" and expected == "refuted":
+    elif (
+        report.when == "call"
+        and expected in DECIDED
+        and verdict in DECIDED
+        and verdict != expected
+        and verdict != "refuted"  # a refuted row has failed already, with its failing checks
+    ):
         report.outcome = "failed"
         report.longrepr = (
-            f"verdict changed: baseline {state.baseline_label} says 'refuted', this run "
-            "'supported'. If the change is expected, accept it with --claims-update-baseline."
+            f"verdict changed: baseline {state.baseline_label} says {expected!r}, this run "
+            f"{verdict!r}{': ' + reason if reason else ''}. If the change is expected, accept "
+            "it with --claims-update-baseline."
         )
-    payload = {
-        "claim": marker.args[0] if marker.args else marker.kwargs.get("id"),
-        "section": str(marker.kwargs.get("section", "")),
-        "statement": marker.kwargs.get("statement", ""),
-        "evidence": evidence_id(item),
-        "phase": report.when,
-        "verdict": verdict,
-        "reason": reason,
-        "measurements": [asdict(m) for m in recorder.measurements] if recorder else [],
-        "figures": recorder.figures if recorder else [],
-        "notes": recorder.notes if recorder else [],
-        "docstring": (getattr(item, "function", None).__doc__ or "").strip()
-        if hasattr(item, "function")
-        else "",
-    }
-    report.user_properties.append((PROPERTY_KEY, json.dumps(payload)))
+    function = getattr(item, "function", None)
+    result = ClaimResult(
+        nodeid=item.nodeid,
+        claim=marker.args[0] if marker.args else marker.kwargs.get("id"),
+        evidence=evidence_id(item),
+        section=str(marker.kwargs.get("section", "")),
+        statement=marker.kwargs.get("statement", ""),
+        verdict=verdict,
+        reason=reason,
+        duration_s=float(getattr(report, "duration", 0.0)),
+        checks=list(recorder.checks) if recorder else [],
+        measurements=[asdict(m) for m in recorder.measurements] if recorder else [],
+        figures=recorder.figures if recorder else [],
+        notes=recorder.notes if recorder else [],
+        docstring=(function.__doc__ or "").strip() if function is not None else "",
+    )
+    report.user_properties.append((PROPERTY_KEY, json.dumps(result.to_json())))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -139,15 +149,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     drift, new = compare_with_baseline(state)
     state_summary = {"drift": drift, "new": new, "baseline": state.baseline_label}
-    paths = write_reports(
-        list(state.results.values()), state.report_dir, state_summary, nodeids=list(state.results)
-    )
+    paths = write_reports(list(state.results.values()), state.report_dir, state_summary)
     session.config.stash[_summary_key] = (paths, drift, new)
     if state.update_baseline and state.baseline_path is not None:
         write_baseline(
             state.baseline_path,
             state.baseline,
-            {nodeid: r["verdict"] for nodeid, r in state.results.items()},
+            {nodeid: r.verdict for nodeid, r in state.results.items()},
         )
     elif drift and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -161,8 +169,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     tr.section("claims")
     per_claim: dict[str, dict[str, int]] = {}
     for result in state.results.values():
-        counts = per_claim.setdefault(result["claim"], dict.fromkeys(VERDICTS, 0))
-        counts[result["verdict"] or "error"] += 1
+        counts = per_claim.setdefault(result.claim, dict.fromkeys(VERDICTS, 0))
+        counts[result.verdict or "error"] += 1
     width = max(len(c) for c in per_claim)
     for claim in sorted(per_claim, key=claim_key):
         counts = per_claim[claim]
@@ -177,7 +185,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if new:
         tr.write_line(f"new claim tests not in {state.baseline_label}: {len(new)}", yellow=True)
         for nodeid in new[:20]:
-            tr.write_line(f"  {nodeid}: {state.results[nodeid]['verdict']}")
+            tr.write_line(f"  {nodeid}: {state.results[nodeid].verdict}")
         if len(new) > 20:
             tr.write_line(f"  ... and {len(new) - 20} more (listed in claims.md)")
     if state.update_baseline:

@@ -1,13 +1,16 @@
-"""What a claim test records: measurements, notes and figure points (the ``claim_record`` fixture).
+"""What a claim test records: checks, measurements, notes and figure points (``claim_record``).
 
 The recorder knows nothing of pytest: it is a plain object the fixture hands to a test, and
-what it holds travels as JSON from an xdist worker to the controller.
+what it holds travels as JSON from an xdist worker to the controller. ``check`` records and
+judges in one call (as pytest-regressions' ``check`` does); the row's verdict is derived from
+its checks (:mod:`qkcore.pytest_plugin.checks`), so every check of a test is recorded even
+after one fails. ``measure`` records a number that informs but does not judge.
 
 Example::
 
     def test_rope_rotational(evidence, claim_record):
-        value = claim_record.measure("median D_head percentile", 0.91, paper=0.89,
-                                     comparison=">= 0.8")
+        claim_record.check("median D_head percentile", 0.91, ">=", 0.8, kind="statement")
+        claim_record.check("median D_head percentile", 0.91, "==", "0.89", kind="number")
         claim_record.plot("S6a", "smollm2", [1, 2], [0.9, 0.8], kind="line")
 """
 
@@ -16,7 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ClaimRecorder", "Measurement", "is_sequence", "jsonable"]
+from qkcore.pytest_plugin.checks import Check, judge
+
+__all__ = ["ClaimRecorder", "Measurement", "is_sequence", "jsonable", "plain"]
 
 
 @dataclass
@@ -36,6 +41,7 @@ class ClaimRecorder:
     """Collects a claim test's measurements and figure points (the ``claim_record`` fixture)."""
 
     measurements: list[Measurement] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
     figures: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -54,6 +60,39 @@ class ClaimRecorder:
             Measurement(name, jsonable(value), jsonable(paper), comparison, n, unit)
         )
         return value
+
+    def check(
+        self,
+        name: str,
+        value: Any,
+        comparison: str,
+        threshold: Any,
+        *,
+        kind: str,
+        paper: Any = None,
+        interval: tuple[float, float] | None = None,
+        n: int | None = None,
+        note: str = "",
+    ) -> bool:
+        """Judge ``value <comparison> threshold`` as a check of ``kind`` and record it; returns
+        whether it passed. Never raises on a failed check: the verdict comes from all checks."""
+        __tracebackhide__ = True
+        result = judge(
+            name,
+            plain(value),
+            comparison,
+            plain(threshold),
+            kind=kind,
+            paper=plain(paper),
+            interval=plain(interval),
+            n=n,
+            note=note,
+        )
+        # stored as JSON travels: NaN and infinities as text
+        result.value, result.threshold = jsonable(result.value), jsonable(result.threshold)
+        result.paper, result.margin = jsonable(result.paper), jsonable(result.margin)
+        self.checks.append(result)
+        return result.outcome == "pass"
 
     def note(self, text: str) -> None:
         """A sentence for the report: a caveat, an operational choice, a finding."""
@@ -105,6 +144,17 @@ class ClaimRecorder:
 
 def is_sequence(v: Any) -> bool:
     return hasattr(v, "__len__") and not isinstance(v, str)
+
+
+def plain(v: Any) -> Any:
+    """numpy scalars and arrays -> Python bools, ints, floats and lists (NaN kept)."""
+    if v is None or isinstance(v, str | bool | int | float):
+        return v
+    if hasattr(v, "dtype") and getattr(v, "shape", None) == ():
+        return v.item()
+    if is_sequence(v):
+        return [plain(u) for u in v]
+    return v
 
 
 def jsonable(v: Any) -> Any:

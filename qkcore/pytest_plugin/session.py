@@ -1,7 +1,10 @@
 """One claims session: per-phase verdicts, their aggregation across xdist workers, and the
 comparison with the baseline.
 
-Verdicts: the call passes -> ``supported``; an AssertionError -> ``refuted``; any other
+Verdicts: a test that judges through checks gets the verdict its checks imply
+(:func:`~qkcore.pytest_plugin.checks.verdict_of`: supported, refuted, inconclusive,
+not-applicable); a bare ``assert`` failing beside checks is an error. A test that records only
+measurements (the older form) passes -> ``supported``, fails an assert -> ``refuted``. Any other
 exception -> ``error``; a skip -> ``skipped``. A claim test that records nothing is an error (it
 could not be a check of anything). Every phase of a test sends its verdict as JSON in
 ``report.user_properties`` (the one field xdist serialises for us), so ``-n 2`` and ``-n 0``
@@ -13,12 +16,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from qkcore.pytest_plugin.baseline import read_baseline
+from qkcore.pytest_plugin.checks import verdict_of
 from qkcore.pytest_plugin.recorder import ClaimRecorder
+from qkcore.pytest_plugin.result import ClaimResult
 
 __all__ = [
     "PROPERTY_KEY",
@@ -33,7 +37,15 @@ __all__ = [
 PROPERTY_KEY = "qk_claim"
 
 # A later phase can only make things worse: error beats refuted beats supported.
-_RANK = {None: 0, "skipped": 1, "supported": 2, "refuted": 3, "error": 4}
+_RANK = {
+    None: 0,
+    "skipped": 1,
+    "supported": 2,
+    "not-applicable": 3,
+    "inconclusive": 4,
+    "refuted": 5,
+    "error": 6,
+}
 
 
 @dataclass
@@ -46,7 +58,7 @@ class SessionState:
     baseline_path: Path | None
     baseline: dict[str, str]
     report_dir: Path
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    results: dict[str, ClaimResult] = field(default_factory=dict)
     is_worker: bool = False
 
     @property
@@ -88,7 +100,7 @@ class ClaimsSession:
             return
         for key, value in report.user_properties:
             if key == PROPERTY_KEY:
-                merge_phase(self.state.results, report, json.loads(value))
+                merge_phase(self.state.results, ClaimResult.from_json(json.loads(value)))
 
 
 def phase_verdict(
@@ -106,6 +118,18 @@ def phase_verdict(
     assertion = call.excinfo is not None and call.excinfo.errisinstance(AssertionError)
     if report.failed and not assertion:
         return "error", _short_error(call)
+    if recorder is not None and recorder.checks:
+        if report.failed:
+            reason = (
+                "a bare assert failed in a claim test that judges through checks: "
+                f"{_short_error(call)}; make it a claim_record.check(...)"
+            )
+            return "error", reason
+        verdict, reason = verdict_of(recorder.checks)
+        if verdict in ("refuted", "error"):
+            report.outcome = "failed"
+            report.longrepr = f"{verdict}: {reason}"
+        return verdict, reason
     if recorder is None or not recorder.measurements:
         report.outcome = "failed"
         report.longrepr = (
@@ -149,20 +173,18 @@ def evidence_id(item: pytest.Item) -> str:
     return callspec.id
 
 
-def merge_phase(
-    results: dict[str, dict[str, Any]], report: pytest.TestReport, payload: dict[str, Any]
-) -> None:
-    """Fold one phase's payload into the test's result (worst verdict wins)."""
-    result = results.setdefault(
-        report.nodeid, {**payload, "verdict": None, "reason": "", "duration_s": 0.0}
-    )
-    result["duration_s"] += float(getattr(report, "duration", 0.0))
-    for name in ("measurements", "figures", "notes", "docstring"):
-        if payload[name]:
-            result[name] = payload[name]
-    if _RANK[payload["verdict"]] >= _RANK[result["verdict"]]:
-        result["verdict"] = payload["verdict"]
-        result["reason"] = payload["reason"]
+def merge_phase(results: dict[str, ClaimResult], phase: ClaimResult) -> None:
+    """Fold one phase's result into the test's (worst verdict wins; durations add)."""
+    result = results.get(phase.nodeid)
+    if result is None:
+        results[phase.nodeid] = phase
+        return
+    result.duration_s += phase.duration_s
+    for name in ("checks", "measurements", "figures", "notes", "docstring"):
+        if getattr(phase, name):
+            setattr(result, name, getattr(phase, name))
+    if _RANK[phase.verdict] >= _RANK[result.verdict]:
+        result.verdict, result.reason = phase.verdict, phase.reason
 
 
 def compare_with_baseline(state: SessionState) -> tuple[list[dict], list[str]]:
@@ -172,7 +194,7 @@ def compare_with_baseline(state: SessionState) -> tuple[list[dict], list[str]]:
     if not state.check_baseline:
         return drift, new
     for nodeid, result in state.results.items():
-        verdict = result["verdict"]
+        verdict = result.verdict
         expected = state.baseline.get(nodeid)
         if expected is None:
             if verdict != "skipped":

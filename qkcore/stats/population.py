@@ -23,6 +23,7 @@ from qkcore.stats.inference import (
     partial_spearman,
     percentile_rank,
 )
+from qkcore.stats.printed import reproduces
 
 __all__ = [
     "head_name",
@@ -104,9 +105,6 @@ def partial_rho_ci(
 
 
 def rounds_to(value: float, paper: float, decimals: int) -> bool:
-    """True when ``value`` agrees with a paper number printed to ``decimals`` places.
-
-    Agreement means ``|value - paper| <= 0.5 * 10^-decimals`` (plus 1e-12 for binary rounding):
-    exactly the values that print as the paper's number.
-    """
-    return abs(value - paper) <= 0.5 * 10.0**-decimals + 1e-12
+    """True when ``value`` prints as the paper's number printed to ``decimals`` places (the one
+    rounding rule, :func:`qkcore.stats.printed.reproduces`)."""
+    return reproduces(value, "==", f"{paper:.{decimals}f}")

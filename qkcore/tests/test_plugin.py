@@ -22,10 +22,10 @@ VALUES = {"paper:gpt2": 0.21, "paper:pythia-410m": 0.89, "toy:alibi-s0": 0.95}
 @pytest.mark.parametrize("ref", evidence_params(REFS))
 def test_rotational(ref, claim_record):
     """Median D_head percentile of the top-5 prev heads >= 0.8."""
-    value = claim_record.measure("median pct", VALUES[ref.evidence_id], paper=0.89,
-                                 comparison=">= 0.8", n=5)
+    value = VALUES[ref.evidence_id]
+    claim_record.check("median pct", value, ">=", 0.8, kind="statement", paper=0.89, n=5)
+    claim_record.check("median pct as printed", value, "==", "0.89", kind="number")
     claim_record.plot("pct by scheme", ref.family, ref.family, value, kind="strip")
-    assert value >= 0.8
 
 
 @pytest.mark.claim("F4", section="3", statement="null")
@@ -53,26 +53,45 @@ def test_marker_recorder_and_report(pytester: pytest.Pytester):
     result = run(pytester)
     result.assert_outcomes(passed=2, failed=1, skipped=1)
     data = report(pytester)
-    assert data["schema"] == "qk-claims/1"
+    assert data["schema"] == "qk-claims/2"
     assert set(data["environment"]) >= {"python", "torch", "transformer_lens", "platform"}
     by_evidence = {r["evidence"]: r for r in data["results"]}
     gpt2 = by_evidence["paper:gpt2"]
     assert gpt2["claim"] == "S6a" and gpt2["section"] == "6" and gpt2["verdict"] == "refuted"
-    assert gpt2["measurements"] == [
-        {
-            "name": "median pct",
-            "value": 0.21,
-            "paper": 0.89,
-            "comparison": ">= 0.8",
-            "n": 5,
-            "unit": None,
-        }
-    ]
+    assert gpt2["evidence_kind"] == "paper" and gpt2["margin"] == pytest.approx(0.21 - 0.8)
+    statement = gpt2["checks"][0]
+    assert {k: statement[k] for k in ("name", "kind", "value", "comparison", "threshold")} == {
+        "name": "median pct",
+        "kind": "statement",
+        "value": 0.21,
+        "comparison": ">=",
+        "threshold": 0.8,
+    }
+    assert statement["outcome"] == "fail" and statement["paper"] == 0.89 and statement["n"] == 5
     assert by_evidence["paper:pythia-410m"]["verdict"] == "supported"
+    # the alibi toy's 0.95 does not print as the paper's 0.89: an erratum, not a refutation
+    assert by_evidence["toy:alibi-s0"]["verdict"] == "supported"
+    assert [(e["evidence"], e["printed"], e["measured"]) for e in data["errata"]] == [
+        ("paper:gpt2", "0.89", 0.21),
+        ("toy:alibi-s0", "0.89", 0.95),
+    ]
+    assert data["summary"] == [
+        {"claim": "F4", "statement": "null", "verdicts": {"simulation": {"skipped": 1}}},
+        {
+            "claim": "S6a",
+            "statement": "strongest prev heads are rotational",
+            "verdicts": {"paper": {"refuted": 1, "supported": 1}, "toy": {"supported": 1}},
+        },
+    ]
     skipped = next(r for r in data["results"] if r["claim"] == "F4")
     assert skipped["verdict"] == "skipped" and "QK_PAPER_DATA" in skipped["reason"]
     md = (pytester.path / "reports/latest/claims.md").read_text()
-    assert "| S6a | paper:gpt2 | **refuted** | median pct = 0.21 (paper 0.89) [>= 0.8] n=5 |" in md
+    summary_line = (
+        "| S6a | strongest prev heads are rotational | 1 refuted, 1 supported | - | 1 supported |"
+    )
+    assert summary_line in md
+    assert md.index("## Which claims hold") < md.index("## Errata") < md.index("## Rows that")
+    assert "median pct: 0.21 >= 0.8 (statement fails; paper 0.89, n = 5)" in md
     html = (pytester.path / "reports/latest/claims.html").read_text()
     assert "data:image/png;base64," in html and "pct by scheme" in html
     result.stdout.fnmatch_lines(["*claims*", "S6a*2 supported, 1 refuted*", "report: *claims.json"])
@@ -186,3 +205,79 @@ def test_non_claim_runs_write_no_report(pytester: pytest.Pytester):
     pytester.makepyfile(test_plain="def test_x():\n    assert 1\n")
     run(pytester).assert_outcomes(passed=1)
     assert not (pytester.path / "reports").exists()
+
+
+KINDS_TESTS = """
+import pytest
+
+
+@pytest.mark.claim("S9b", section="9", statement="premise fails")
+def test_premise(claim_record):
+    claim_record.check("induction heads present", 0, ">=", 1, kind="premise")
+    claim_record.check("statistic", 0.1, ">=", 0.5, kind="statement")
+
+
+@pytest.mark.claim("S6c", section="6", statement="power fails")
+def test_power(claim_record):
+    claim_record.check("smallest attainable p", 0.5, "<=", 0.05, kind="power")
+    claim_record.check("p", 0.5, "<=", 0.05, kind="statement")
+
+
+@pytest.mark.claim("S5c", section="5", statement="interval straddles")
+def test_interval(claim_record):
+    claim_record.check("rho", -0.2, "<", 0.0, kind="statement", interval=(-0.4, 0.1))
+
+
+@pytest.mark.claim("S9c", section="9", statement="print differs, statement holds")
+def test_number_only(claim_record):
+    claim_record.check("timing", 1000, "==", 1000, kind="statement")
+    claim_record.check("behaviour at formation", 0.957, "==", "0.95", kind="number")
+
+
+@pytest.mark.claim("S7", section="7", statement="bare assert")
+def test_bare_assert(claim_record):
+    claim_record.check("x", 1.0, ">", 0.0, kind="statement")
+    assert 1.0 < 0.0
+
+
+@pytest.mark.claim("S8a", section="8", statement="no statement")
+def test_no_statement(claim_record):
+    claim_record.check("x", 1.0, "==", "1.0", kind="number")
+"""
+
+
+def test_verdicts_follow_from_check_kinds(pytester: pytest.Pytester):
+    """premise -> not-applicable, power -> inconclusive, an interval across the threshold ->
+    inconclusive, a failed number check -> erratum only, a bare assert beside checks or no
+    statement check -> error."""
+    pytester.makepyfile(test_kinds=KINDS_TESTS)
+    result = run(pytester)
+    by_claim = {r["claim"]: r for r in report(pytester)["results"]}
+    assert {claim: r["verdict"] for claim, r in by_claim.items()} == {
+        "S9b": "not-applicable",
+        "S6c": "inconclusive",
+        "S5c": "inconclusive",
+        "S9c": "supported",
+        "S7": "error",
+        "S8a": "error",
+    }
+    assert "induction heads present: 0 >= 1" in by_claim["S9b"]["reason"]
+    assert "bare assert" in by_claim["S7"]["reason"]
+    errata = report(pytester)["errata"]
+    assert [(e["claim"], e["measured"], e["printed"]) for e in errata] == [("S9c", 0.957, "0.95")]
+    result.assert_outcomes(passed=4, failed=2)
+
+
+def test_check_called_wrongly_is_a_test_error(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        test_wrong="""
+import pytest
+
+@pytest.mark.claim("F1", section="3", statement="x")
+def test_number_without_text(claim_record):
+    claim_record.check("v", 0.5, "==", 0.5, kind="number")
+"""
+    )
+    run(pytester).assert_outcomes(failed=1)
+    (row,) = report(pytester)["results"]
+    assert row["verdict"] == "error" and "as the paper prints it" in row["reason"]

@@ -23,6 +23,7 @@ from qkcore.stats.inference import (
     percentile_rank,
     rank_biserial,
 )
+from qkcore.stats.printed import decimals, reproduces
 
 distinct_samples = st.lists(
     st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=30, unique=True
@@ -175,3 +176,32 @@ def test_formation_step():
     assert np.isnan(formation_step([0, 100], [4.4, 3.0]))
     with pytest.raises(QKError, match="strictly increasing"):
         formation_step([100, 0], [1.0, 1.0])
+
+
+# --- the printed-precision rule ------------------------------------------------------------------
+
+_finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+
+
+@given(_finite, st.integers(min_value=0, max_value=8))
+def test_a_value_reproduces_its_own_print(value, digits):
+    assert reproduces(value, "==", f"{value:.{digits}f}")
+
+
+@given(_finite, _finite, st.integers(min_value=0, max_value=6))
+def test_printed_bounds_are_the_order_of_the_printed_values(value, bound, digits):
+    """``>=`` against a printed bound is exactly the order of the two printed numbers."""
+    text = f"{bound:.{digits}f}"
+    shown = float(f"{value:.{digits}f}")
+    assert reproduces(value, ">=", text) == (shown >= float(text))
+    assert reproduces(value, "<", text) == (shown < float(text))
+
+
+def test_printed_rule_examples():
+    assert reproduces(0.7903, "==", "0.790")
+    assert not reproduces(0.957, "==", "0.95")  # prints 0.96
+    assert reproduces(0.9466, ">=", "0.95") and not reproduces(0.9449, ">=", "0.95")
+    assert not reproduces(float("nan"), "==", "0.5")
+    assert (decimals("6e-6"), decimals("141"), decimals("0.790")) == (6, 0, 3)
+    with pytest.raises(QKError, match="as it is printed"):
+        reproduces(0.5, "==", "about half")

@@ -1,0 +1,232 @@
+"""Checks, and the verdict a row's checks imply.
+
+A claim test judges through checks (``claim_record.check``), each of one kind:
+
+- ``statement``   - the claim's scientific statement; thresholds fixed in the docstring;
+- ``number``      - a number the paper prints, reproduced at its printed precision
+  (:mod:`qkcore.stats.printed`: the threshold is the printed text, e.g. ``"0.790"``);
+- ``consistency`` - the paper against itself (a verbal label against its own number, a printed
+  number recomputed from the printed numbers it derives from);
+- ``premise``     - what the evidence must have for the claim to bear on it;
+- ``power``       - whether this n can decide at all (e.g. the smallest attainable p <= alpha).
+
+The verdict of a row, in this order:
+
+====================  ==========================================================================
+``not-applicable``    a premise fails (its measured value is the reason)
+``inconclusive``      a power check fails, or a statement's uncertainty interval contains its
+                      threshold (and no statement fails outright)
+``refuted``           a statement check fails
+``supported``         every statement check passes (at least one is required)
+====================  ==========================================================================
+
+``number`` and ``consistency`` failures never decide a verdict: they are errata.
+
+Example::
+
+    check = judge("median D_head pct", 0.81, ">=", 0.8, kind="statement")
+    check.outcome, check.margin             # ('pass', 0.01...)
+    verdict_of([check])                     # ('supported', '')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from qkcore.stats.printed import as_printed, reproduces
+
+__all__ = [
+    "CHECK_KINDS",
+    "COMPARISONS",
+    "Check",
+    "CheckError",
+    "describe",
+    "judge",
+    "verdict_of",
+]
+
+CHECK_KINDS = ("statement", "number", "consistency", "premise", "power")
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=", "in", "not in")
+_ORDER = {
+    "<": lambda v, t: v < t,
+    "<=": lambda v, t: v <= t,
+    ">": lambda v, t: v > t,
+    ">=": lambda v, t: v >= t,
+    "==": lambda v, t: v == t,
+    "!=": lambda v, t: v != t,
+}
+
+
+class CheckError(TypeError):
+    """A check called wrongly (unknown kind or comparison, a number check without printed text):
+    a bug in the claim test, never a verdict."""
+
+
+@dataclass
+class Check:
+    """One judged comparison: ``value <comparison> threshold``, of a kind."""
+
+    name: str
+    kind: str
+    value: Any
+    comparison: str
+    threshold: Any
+    outcome: str  # pass | fail | uncertain
+    paper: Any = None
+    margin: float | None = None  # distance to the threshold, > 0 on the passing side
+    interval: tuple[float, float] | None = None
+    n: int | None = None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Check:
+        interval = data.get("interval")
+        return cls(**{**data, "interval": tuple(interval) if interval is not None else None})
+
+
+def _number(x: Any) -> float | None:
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return f
+
+
+def _margin(value: float, comparison: str, threshold: Any) -> float | None:
+    v = _number(value)
+    if v is None or math.isnan(v):
+        return None
+    if comparison in ("in", "not in"):
+        lo, hi = (_number(threshold[0]), _number(threshold[1]))
+        inside = min(v - lo, hi - v)
+        return inside if comparison == "in" else -inside
+    t = _number(threshold)
+    if t is None:
+        return None
+    if comparison in (">", ">="):
+        return v - t
+    if comparison in ("<", "<="):
+        return t - v
+    if comparison == "==":
+        return -abs(v - t)
+    return abs(v - t)
+
+
+def judge(
+    name: str,
+    value: Any,
+    comparison: str,
+    threshold: Any,
+    *,
+    kind: str,
+    paper: Any = None,
+    interval: tuple[float, float] | None = None,
+    n: int | None = None,
+    note: str = "",
+) -> Check:
+    """Compare and record: the :class:`Check` with its outcome and margin.
+
+    ``number`` checks take the printed text as ``threshold`` (``"0.790"``) and compare the
+    measurement rounded to its digits. ``interval`` (a statement's uncertainty interval, e.g. a
+    bootstrap CI) makes the outcome ``uncertain`` when it reaches across the threshold.
+    """
+    if kind not in CHECK_KINDS:
+        raise CheckError(f"check kind must be one of {CHECK_KINDS}; got {kind!r}")
+    if comparison not in COMPARISONS:
+        raise CheckError(f"comparison must be one of {COMPARISONS}; got {comparison!r}")
+    if comparison in ("in", "not in"):
+        if not (isinstance(threshold, tuple | list) and len(threshold) == 2):
+            raise CheckError(f"check {name!r}: 'in' takes a (low, high) threshold")
+        lo, hi = threshold
+        inside = value == value and lo <= value <= hi
+        passed = inside if comparison == "in" else not inside
+    elif kind == "number":
+        if not isinstance(threshold, str):
+            raise CheckError(
+                f"number check {name!r}: give the threshold as the paper prints it, "
+                f"e.g. '0.790', not {threshold!r}"
+            )
+        passed = reproduces(float(value), comparison, threshold)
+        paper = threshold if paper is None else paper
+    elif isinstance(value, bool) or isinstance(threshold, bool | str):
+        passed = _ORDER[comparison](value, threshold)
+    else:
+        v = _number(value)
+        passed = v is not None and not math.isnan(v) and _ORDER[comparison](v, float(threshold))
+    outcome = "pass" if passed else "fail"
+    if interval is not None and kind == "statement" and comparison in ("<", "<=", ">", ">="):
+        lo, hi = sorted(float(x) for x in interval)
+        if lo <= float(threshold) <= hi:
+            outcome = "uncertain"
+    margin = None
+    if kind == "number":
+        shown = _number(value)
+        if shown is not None and not math.isnan(shown):
+            margin = _margin(float(as_printed(shown, threshold)), comparison, float(threshold))
+    elif not isinstance(value, bool):
+        margin = _margin(value, comparison, threshold)
+    return Check(
+        name=name,
+        kind=kind,
+        value=value,
+        comparison=comparison,
+        threshold=threshold,
+        outcome=outcome,
+        paper=paper,
+        margin=margin,
+        interval=tuple(interval) if interval is not None else None,
+        n=n,
+        note=note,
+    )
+
+
+def describe(check: Check) -> str:
+    """One line in words: ``median D_head pct 0.62 < 0.8 (statement: fails; paper 0.79)``."""
+    value = _fmt(check.value)
+    threshold = (
+        f"[{_fmt(check.threshold[0])}, {_fmt(check.threshold[1])}]"
+        if check.comparison in ("in", "not in")
+        else _fmt(check.threshold)
+    )
+    verb = {"pass": "holds", "fail": "fails", "uncertain": "undecided"}[check.outcome]
+    extra = []
+    if check.interval is not None:
+        extra.append(f"interval [{_fmt(check.interval[0])}, {_fmt(check.interval[1])}]")
+    if check.paper is not None and check.kind != "number":
+        extra.append(f"paper {_fmt(check.paper)}")
+    if check.n is not None:
+        extra.append(f"n = {check.n}")
+    tail = f"; {', '.join(extra)}" if extra else ""
+    rule = " at printed precision" if check.kind == "number" else ""
+    return f"{check.name}: {value} {check.comparison} {threshold}{rule} ({check.kind} {verb}{tail})"
+
+
+def verdict_of(checks: list[Check]) -> tuple[str, str]:
+    """``(verdict, reason)`` implied by a row's checks (module docstring)."""
+    premises = [c for c in checks if c.kind == "premise" and c.outcome != "pass"]
+    if premises:
+        return "not-applicable", "premise fails: " + "; ".join(describe(c) for c in premises)
+    weak = [c for c in checks if c.kind == "power" and c.outcome != "pass"]
+    statements = [c for c in checks if c.kind == "statement"]
+    if not statements:
+        return "error", "claim test made no statement check (claim_record.check(kind='statement'))"
+    failed = [c for c in statements if c.outcome == "fail"]
+    if weak:
+        return "inconclusive", "too little power: " + "; ".join(describe(c) for c in weak)
+    if failed:
+        return "refuted", "; ".join(describe(c) for c in failed)
+    uncertain = [c for c in statements if c.outcome == "uncertain"]
+    if uncertain:
+        return "inconclusive", "; ".join(describe(c) for c in uncertain)
+    return "supported", ""
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

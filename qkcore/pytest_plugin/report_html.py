@@ -1,0 +1,153 @@
+"""claims.html: the whole report in one self-contained page (figures embedded as PNG).
+
+Order: totals and drift, the one-line-per-claim summary, the errata, then each claim with its
+statement, its figures and every row with all its checks and the test's operationalization.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter, defaultdict
+from typing import Any
+
+from qkcore.pytest_plugin.checks import describe
+from qkcore.pytest_plugin.figures import collect_figures, figure_png
+from qkcore.pytest_plugin.findings import (
+    VERDICT_ORDER,
+    claim_key,
+    counts_text,
+    fmt,
+    measure_text,
+    row_details,
+    summary,
+)
+from qkcore.pytest_plugin.result import ClaimResult
+
+__all__ = ["render_html"]
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;width:100%;font-size:.9em;margin-bottom:1em}
+td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}
+th{background:#f3f3f3}.supported{background:#e6f4e6}.refuted{background:#fbe3e3}
+.error{background:#fde9c8}.inconclusive{background:#fdf6d8}.not-applicable{background:#eef}
+.skipped{color:#777}.claimhead{margin-top:1.6em}
+.fig{display:inline-block;margin:6px;border:1px solid #ddd}
+.fail{color:#a00}.uncertain{color:#a60}
+code{font-size:.85em}.note{color:#555;font-style:italic}
+"""
+
+
+def _figures_by_claim(results: list[ClaimResult]) -> dict[str, list[str]]:
+    """Each figure drawn once, under the first claim (in the paper's order) that recorded it."""
+    esc = html.escape
+    placed: dict[str, list[str]] = defaultdict(list)
+    points = [
+        {"claim": r.claim, "figures": r.figures, "evidence": r.evidence}
+        for r in results
+        if r.figures
+    ]
+    for title, spec in sorted(collect_figures(points).items()):
+        claims = sorted(spec["claims"], key=claim_key)
+        try:
+            png = figure_png(title, spec)
+            img = f"<img alt='{esc(title)}' src='data:image/png;base64,{png}'>"
+        except (TypeError, ValueError) as exc:  # bad recorded data must not sink the report
+            img = f"<p class='error'>figure could not be drawn: {esc(str(exc))}</p>"
+        also = f" (also {esc(', '.join(claims[1:]))})" if len(claims) > 1 else ""
+        placed[claims[0]].append(f"<div class='fig'>{img}<div>{esc(title)}{also}</div></div>")
+    return placed
+
+
+def render_html(
+    results: list[ClaimResult],
+    baseline: dict[str, Any],
+    created: str,
+    errata: list[dict[str, Any]],
+) -> str:
+    esc = html.escape
+    totals = Counter(r.verdict or "error" for r in results)
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>Claims report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Claims report</h1>",
+        f"<p>{esc(created)} &mdash; "
+        + ", ".join(f"<b>{totals[v]}</b> {v}" for v in VERDICT_ORDER if totals[v])
+        + "</p>",
+    ]
+    if baseline.get("drift"):
+        parts.append(f"<h2>Verdict changes against {esc(baseline['baseline'])}</h2><ul>")
+        parts += [
+            f"<li><code>{esc(c['nodeid'])}</code>: {esc(c['baseline'])} &rarr; "
+            f"<b>{esc(c['now'])}</b></li>"
+            for c in baseline["drift"]
+        ]
+        parts.append("</ul>")
+    parts.append(
+        "<h2>Which claims hold</h2><table><tr><th>claim</th><th>statement</th>"
+        "<th>paper data</th><th>recomputed weights</th><th>toys</th><th>other</th></tr>"
+    )
+    for entry in summary(results):
+        cells = "".join(
+            f"<td>{esc(counts_text(entry['verdicts'].get(kind, {})) or '-')}</td>"
+            for kind in ("paper", "weights", "toy", "simulation")
+        )
+        parts.append(
+            f"<tr><td><a href='#{esc(entry['claim'])}'>{esc(entry['claim'])}</a></td>"
+            f"<td>{esc(entry['statement'])}</td>{cells}</tr>"
+        )
+    parts.append("</table><h2>Errata: the paper's print against its data</h2>")
+    if errata:
+        parts.append(
+            "<table><tr><th>claim</th><th>evidence</th><th>check</th><th>printed</th>"
+            "<th>measured</th><th>kind</th><th>rule</th></tr>"
+        )
+        parts += [
+            f"<tr><td>{esc(e['claim'])}</td><td><code>{esc(e['evidence'])}</code></td>"
+            f"<td>{esc(e['check'])}</td><td>{esc(e['comparison'])} {esc(fmt(e['printed']))}</td>"
+            f"<td>{esc(fmt(e['measured']))}</td><td>{e['kind']}</td><td>{esc(e['rule'])}</td></tr>"
+            for e in errata
+        ]
+        parts.append("</table>")
+    else:
+        parts.append("<p>None.</p>")
+
+    figures = _figures_by_claim(results)
+    by_claim: dict[str, list[ClaimResult]] = defaultdict(list)
+    for r in results:
+        by_claim[r.claim].append(r)
+    parts.append("<h2>Claims</h2>")
+    for claim in sorted(by_claim, key=claim_key):
+        rows = by_claim[claim]
+        statement = next((r.statement for r in rows if r.statement), "")
+        parts.append(
+            f"<h3 class='claimhead' id='{esc(claim)}'>{esc(claim)} "
+            f"<small>&sect;{esc(rows[0].section)}</small></h3><p>{esc(statement)}</p>"
+        )
+        parts += figures.get(claim, [])
+        parts.append(
+            "<table><tr><th>evidence</th><th>verdict</th><th>checks (failing first) and "
+            "measurements</th><th>reason / notes</th><th>s</th></tr>"
+        )
+        for r in rows:
+            lines = []
+            order = {"fail": 0, "uncertain": 1, "pass": 2}
+            for c in sorted(r.checks, key=lambda c: order[c.outcome]):
+                lines.append(f"<span class='{c.outcome}'>{esc(describe(c))}</span>")
+            lines += [esc(measure_text(m)) for m in r.measurements]
+            if not lines:
+                lines = [esc(x) for x in row_details(r)]
+            notes = "".join(f"<div class='note'>{esc(n)}</div>" for n in r.notes)
+            parts.append(
+                f"<tr class='{r.verdict}'><td><code>{esc(r.evidence or r.nodeid)}</code></td>"
+                f"<td>{r.verdict}</td><td>{'<br>'.join(lines)}</td>"
+                f"<td>{esc(r.reason[:400])}{notes}</td><td>{r.duration_s:.2f}</td></tr>"
+            )
+        parts.append("</table>")
+        doc = next((r.docstring for r in rows if r.docstring), "")
+        if doc:
+            parts.append(
+                f"<details><summary>operationalization</summary><pre>{esc(doc)}</pre></details>"
+            )
+    parts.append("</body></html>")
+    return "\n".join(parts)

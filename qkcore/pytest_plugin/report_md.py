@@ -1,0 +1,118 @@
+"""claims.md: summary first, fit for a pull-request comment (under :data:`MD_LIMIT` characters).
+
+One line per claim (its verdicts on the paper's data, recomputed weights and toys), the errata,
+then every row that is not supported with its failing checks first, then skipped evidence
+collapsed to one line per reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from qkcore.pytest_plugin.findings import (
+    RULES,
+    VERDICT_ORDER,
+    claim_key,
+    counts_text,
+    errata,
+    first_sentence,
+    fmt,
+    row_details,
+    summary,
+)
+from qkcore.pytest_plugin.result import ClaimResult
+
+__all__ = ["MD_LIMIT", "render_markdown"]
+
+#: A pull-request comment holds 65,536 characters; stay well below.
+MD_LIMIT = 60_000
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(results: list[ClaimResult], baseline: dict[str, Any], created: str) -> str:
+    totals = Counter(r.verdict or "error" for r in results)
+    head = [
+        "# Claims report",
+        "",
+        f"{created} - "
+        + ", ".join(f"**{totals[v]}** {v}" for v in VERDICT_ORDER if totals[v])
+        + ". Full detail in claims.html and claims.json.",
+        "",
+    ]
+    if baseline.get("drift"):
+        head += [f"**Verdict changes against {baseline['baseline']}:**", ""]
+        head += [f"- `{c['nodeid']}`: {c['baseline']} -> **{c['now']}**" for c in baseline["drift"]]
+        head.append("")
+    head += [
+        "## Which claims hold",
+        "",
+        "| claim | statement | paper data | recomputed weights | toys | other |",
+        "|---|---|---|---|---|---|",
+    ]
+    for entry in summary(results):
+        cells = [
+            counts_text(entry["verdicts"].get(kind, {})) or "-"
+            for kind in ("paper", "weights", "toy", "simulation")
+        ]
+        head.append(
+            f"| {entry['claim']} | {_cell(first_sentence(entry['statement']))} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    head.append("")
+    found = errata(results)
+    head += ["## Errata: the paper's print against its data", ""]
+    if found:
+        head += [
+            "| claim | evidence | check | printed | measured | kind |",
+            "|---|---|---|---|---|---|",
+        ]
+        head += [
+            f"| {e['claim']} | {e['evidence'] or '-'} | {_cell(e['check'])} | "
+            f"{e['comparison']} {fmt(e['printed'])} | {fmt(e['measured'])} | {e['kind']} |"
+            for e in found
+        ]
+        head += ["", f"Rules: number - {RULES['number']}; consistency - {RULES['consistency']}."]
+    else:
+        head.append("None.")
+    head.append("")
+
+    detail = ["## Rows that are not supported", ""]
+    rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
+    shown = [r for r in results if r.verdict not in ("supported", "skipped")]
+    shown.sort(key=lambda r: (rank[r.verdict or "error"], claim_key(r.claim), r.evidence))
+    for r in shown:
+        lines = row_details(r)
+        block = [f"**{r.claim}** `{r.evidence or r.nodeid}` - **{r.verdict}**"]
+        if r.reason and not r.checks:
+            block.append(f"  - {_cell(r.reason[:300])}")
+        block += [f"  - {_cell(line)}" for line in lines[:6]]
+        if len(lines) > 6:
+            block.append(f"  - ... {len(lines) - 6} more checks in claims.html")
+        detail += [*block, ""]
+
+    skipped: dict[str, list[str]] = defaultdict(list)
+    for r in results:
+        if r.verdict == "skipped":
+            skipped[first_sentence(r.reason, 200)].append(r.evidence or r.nodeid)
+    tail = ["## Skipped evidence", ""]
+    for reason, ids in sorted(skipped.items(), key=lambda kv: -len(kv[1])):
+        tail.append(f"- {len(ids)} row(s): {_cell(reason)}")
+    tail.append("")
+
+    text = "\n".join(head + detail + tail)
+    if len(text) > MD_LIMIT:
+        budget = MD_LIMIT - len("\n".join(head + tail)) - 200
+        kept, used = [], 0
+        for line in detail:
+            if used + len(line) + 1 > budget:
+                break
+            kept.append(line)
+            used += len(line) + 1
+        kept += ["", f"... cut at {MD_LIMIT} characters: every row is in claims.html.", ""]
+        text = "\n".join(head + kept + tail)
+    return text + "\n"
