@@ -59,7 +59,8 @@ def summary(results: list[ClaimResult]) -> list[dict[str, Any]]:
     """One entry per claim: its statement and verdict counts per evidence kind."""
     by_claim: dict[str, list[ClaimResult]] = defaultdict(list)
     for r in results:
-        by_claim[r.claim].append(r)
+        if not r.is_detail:  # a toy seed counts through its population
+            by_claim[r.claim].append(r)
     out = []
     for claim in sorted(by_claim, key=claim_key):
         rows = by_claim[claim]

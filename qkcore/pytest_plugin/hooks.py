@@ -20,14 +20,16 @@ listed. Skips never count as a change: which evidence is present depends on the 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict
 
 import pytest
 
 from qkcore.pytest_plugin.baseline import DECIDED, VERDICTS, write_baseline
 from qkcore.pytest_plugin.findings import claim_key
+from qkcore.pytest_plugin.populations import add_populations, seed_of
 from qkcore.pytest_plugin.recorder import ClaimRecorder
-from qkcore.pytest_plugin.report import write_reports
+from qkcore.pytest_plugin.report import publish_latest, run_report_dir, write_reports
 from qkcore.pytest_plugin.result import ClaimResult
 from qkcore.pytest_plugin.session import (
     PROPERTY_KEY,
@@ -69,8 +71,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--claims-report-dir",
-        default="reports/latest",
-        help="where claims.json, claims.md and claims.html go (relative to rootdir)",
+        default=None,
+        help="where this run's claims.json, claims.md and claims.html go (relative to rootdir). "
+        "Default: reports/runs/<UTC time>-<pid>/; a run over the whole default selection also "
+        "becomes reports/latest",
+    )
+    group.addoption(
+        "--claims-report-latest",
+        action="store_true",
+        help="make this run reports/latest even when it selects only part of the suite",
     )
 
 
@@ -107,7 +116,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     verdict, reason = phase_verdict(report, call, recorder)
     if verdict is None:
         return
+    population = seed_of(evidence_id(item))
     expected = state.baseline.get(item.nodeid) if state.check_baseline else None
+    if population is not None:
+        # a toy seed is a detail: its population row is judged against the baseline instead
+        expected = None
+        if report.when == "call" and verdict == "refuted":
+            report.outcome = "skipped"
+            report.wasxfail = f"toy seed refuted; judged as the population {population[0]}"
     if report.when == "call" and verdict == "refuted" and expected == "refuted":
         report.outcome = "skipped"
         report.wasxfail = f"known refuted (baseline {state.baseline_label})"
@@ -147,18 +163,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state: SessionState = session.config.stash[_state_key]
     if state.is_worker or not state.results:
         return
+    state.results.update(add_populations(state.results))
     drift, new = compare_with_baseline(state)
     state_summary = {"drift": drift, "new": new, "baseline": state.baseline_label}
-    paths = write_reports(list(state.results.values()), state.report_dir, state_summary)
-    session.config.stash[_summary_key] = (paths, drift, new)
+    report_dir = run_report_dir(session.config, state)
+    paths = write_reports(list(state.results.values()), report_dir, state_summary)
+    latest = publish_latest(report_dir, state) if state.full_selection else None
+    changes = None
     if state.update_baseline and state.baseline_path is not None:
-        write_baseline(
+        changes = write_baseline(
             state.baseline_path,
             state.baseline,
-            {nodeid: r.verdict for nodeid, r in state.results.items()},
+            {nodeid: r.verdict for nodeid, r in state.results.items() if not r.is_detail},
         )
     elif drift and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    session.config.stash[_summary_key] = (paths, latest, drift, new, changes)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -167,8 +187,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     tr = terminalreporter
     tr.section("claims")
+    judged = [r for r in state.results.values() if not r.is_detail]
     per_claim: dict[str, dict[str, int]] = {}
-    for result in state.results.values():
+    for result in judged:
         counts = per_claim.setdefault(result.claim, dict.fromkeys(VERDICTS, 0))
         counts[result.verdict or "error"] += 1
     width = max(len(c) for c in per_claim)
@@ -176,7 +197,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         counts = per_claim[claim]
         text = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
         tr.write_line(f"{claim:<{width}}  {text}")
-    paths, drift, new = config.stash.get(_summary_key, ([], [], []))
+    totals = Counter(r.verdict or "error" for r in judged)
+    details = len(state.results) - len(judged)
+    tr.write_line(
+        "total: "
+        + ", ".join(f"{totals[v]} {v}" for v in VERDICTS if totals[v])
+        + (f" ({details} toy seed rows judged as populations)" if details else "")
+    )
+    paths, latest, drift, new, changes = config.stash.get(_summary_key, ([], None, [], [], None))
     if drift:
         tr.write_line(f"VERDICT CHANGES against {state.baseline_label} ({len(drift)}):", red=True)
         for change in drift:
@@ -188,7 +216,24 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             tr.write_line(f"  {nodeid}: {state.results[nodeid].verdict}")
         if len(new) > 20:
             tr.write_line(f"  ... and {len(new) - 20} more (listed in claims.md)")
-    if state.update_baseline:
-        tr.write_line(f"baseline rewritten: {state.baseline_label}")
-    for path in paths:
-        tr.write_line(f"report: {path}")
+    if changes is not None:
+        tr.write_line(
+            f"baseline {state.baseline_label}: {len(changes.changed)} changed, "
+            f"{len(changes.added)} added, {len(changes.refused)} refused"
+        )
+        for nodeid, (old, now) in sorted(changes.changed.items()):
+            tr.write_line(f"  changed {nodeid}: {old} -> {now}")
+        for nodeid, now in sorted(changes.added.items()):
+            tr.write_line(f"  added {nodeid}: {now}")
+        for nodeid, (old, now) in sorted(changes.refused.items()):
+            kept = f"kept {old!r}" if old else "not written"
+            tr.write_line(f"  refused {nodeid}: this run says {now!r} (undecided); {kept}")
+    where = paths[0].parent if paths else None
+    if where is not None:
+        tr.write_line(f"report: {where}/claims.md (and claims.html, claims.json)")
+    if latest is not None:
+        tr.write_line(f"latest: {latest}/claims.md")
+    elif where is not None:
+        tr.write_line(
+            "latest: not replaced (a partial selection); reports/latest holds the last full run"
+        )

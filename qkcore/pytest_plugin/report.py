@@ -41,7 +41,17 @@ from qkcore.pytest_plugin.report_html import render_html
 from qkcore.pytest_plugin.report_md import render_markdown
 from qkcore.pytest_plugin.result import ClaimResult
 
-__all__ = ["SCHEMA", "environment", "write_reports"]
+__all__ = [
+    "KEEP_RUNS",
+    "SCHEMA",
+    "environment",
+    "publish_latest",
+    "run_report_dir",
+    "write_reports",
+]
+
+#: Reports of older runs in reports/runs/ beyond this many are removed.
+KEEP_RUNS = 20
 
 SCHEMA = "qk-claims/2"
 
@@ -99,3 +109,35 @@ def write_reports(
     _atomic_write(md_path, render_markdown(rows, baseline, created))
     _atomic_write(html_path, render_html(rows, baseline, created, found))
     return [json_path, md_path, html_path]
+
+
+def run_report_dir(config: Any, state: Any) -> Path:
+    """This run's report folder: ``--claims-report-dir``, or ``reports/runs/<UTC time>-<pid>``."""
+    if state.report_dir is not None:
+        return state.report_dir
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return state.rootdir / "reports" / "runs" / f"{stamp}-{os.getpid()}"
+
+
+def publish_latest(report_dir: Path, state: Any) -> Path:
+    """Point ``reports/latest`` at ``report_dir`` in one atomic step (a symlink replaced by
+    rename), and prune runs beyond :data:`KEEP_RUNS`."""
+    latest = state.rootdir / "reports" / "latest"
+    latest.parent.mkdir(parents=True, exist_ok=True)
+    if latest.is_dir() and not latest.is_symlink():
+        import shutil  # a folder from before runs were kept apart
+
+        shutil.rmtree(latest)
+    tmp = latest.with_name(f".latest.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(os.path.relpath(report_dir.resolve(), latest.parent.resolve()))
+    tmp.replace(latest)
+    runs = latest.parent / "runs"
+    if runs.is_dir():
+        import shutil
+
+        keep = report_dir.resolve()
+        for old in sorted(runs.iterdir())[:-KEEP_RUNS]:
+            if old.resolve() != keep:
+                shutil.rmtree(old, ignore_errors=True)
+    return latest

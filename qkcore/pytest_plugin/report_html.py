@@ -66,7 +66,7 @@ def render_html(
     errata: list[dict[str, Any]],
 ) -> str:
     esc = html.escape
-    totals = Counter(r.verdict or "error" for r in results)
+    totals = Counter(r.verdict or "error" for r in results if not r.is_detail)
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>Claims report</title>",
         f"<style>{_CSS}</style></head><body>",

@@ -34,7 +34,7 @@ def _cell(text: str) -> str:
 
 
 def render_markdown(results: list[ClaimResult], baseline: dict[str, Any], created: str) -> str:
-    totals = Counter(r.verdict or "error" for r in results)
+    totals = Counter(r.verdict or "error" for r in results if not r.is_detail)
     head = [
         "# Claims report",
         "",
@@ -83,7 +83,7 @@ def render_markdown(results: list[ClaimResult], baseline: dict[str, Any], create
 
     detail = ["## Rows that are not supported", ""]
     rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
-    shown = [r for r in results if r.verdict not in ("supported", "skipped")]
+    shown = [r for r in results if r.verdict not in ("supported", "skipped") and not r.is_detail]
     shown.sort(key=lambda r: (rank[r.verdict or "error"], claim_key(r.claim), r.evidence))
     for r in shown:
         lines = row_details(r)
@@ -97,7 +97,7 @@ def render_markdown(results: list[ClaimResult], baseline: dict[str, Any], create
 
     skipped: dict[str, list[str]] = defaultdict(list)
     for r in results:
-        if r.verdict == "skipped":
+        if r.verdict == "skipped" and not r.is_detail:
             skipped[first_sentence(r.reason, 200)].append(r.evidence or r.nodeid)
     tail = ["## Skipped evidence", ""]
     for reason, ids in sorted(skipped.items(), key=lambda kv: -len(kv[1])):

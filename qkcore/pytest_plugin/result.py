@@ -42,6 +42,13 @@ class ClaimResult:
     figures: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     docstring: str = ""
+    #: for a toy seed's row: the node id of the population row that judges it (a detail)
+    population: str = ""
+
+    @property
+    def is_detail(self) -> bool:
+        """A seed's row, shown in the report but judged only through its population."""
+        return bool(self.population)
 
     @property
     def evidence_kind(self) -> str:

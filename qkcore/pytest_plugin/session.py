@@ -30,6 +30,7 @@ __all__ = [
     "SessionState",
     "compare_with_baseline",
     "evidence_id",
+    "is_full_selection",
     "merge_phase",
     "phase_verdict",
 ]
@@ -57,7 +58,8 @@ class SessionState:
     update_baseline: bool
     baseline_path: Path | None
     baseline: dict[str, str]
-    report_dir: Path
+    report_dir: Path | None  # None: reports/runs/<stamp>/ (report.run_report_dir)
+    full_selection: bool = False
     results: dict[str, ClaimResult] = field(default_factory=dict)
     is_worker: bool = False
 
@@ -78,13 +80,16 @@ class SessionState:
         explicit = option != "reports/baseline.json"
         path = None if option.lower() == "none" else (rootdir / option).resolve()
         baseline = read_baseline(path, must_exist=explicit and not update) if path else {}
+        report_dir = config.getoption("--claims-report-dir", None)
         return cls(
             rootdir=rootdir,
             check_baseline=path is not None and not update,
             update_baseline=update,
             baseline_path=path,
             baseline=baseline,
-            report_dir=(rootdir / config.getoption("--claims-report-dir", "reports/latest")),
+            report_dir=(rootdir / report_dir) if report_dir else None,
+            full_selection=bool(config.getoption("--claims-report-latest", False))
+            or is_full_selection(config),
             is_worker=hasattr(config, "workerinput"),
         )
 
@@ -101,6 +106,28 @@ class ClaimsSession:
         for key, value in report.user_properties:
             if key == PROPERTY_KEY:
                 merge_phase(self.state.results, ClaimResult.from_json(json.loads(value)))
+
+
+def is_full_selection(config: pytest.Config) -> bool:
+    """Whether this run selects the whole suite (or whole test folders): no -k, -m,
+    --deselect, --lf, and only folders among the configured test paths as arguments."""
+    option = config.option
+    if getattr(option, "keyword", "") or getattr(option, "markexpr", ""):
+        return False
+    if getattr(option, "deselect", None) or getattr(option, "lf", False):
+        return False
+    if getattr(option, "last_failed", False):
+        return False
+    root = Path(config.rootpath).resolve()
+    allowed = {root} | {(root / p).resolve() for p in config.getini("testpaths")}
+    invocation = Path(config.invocation_params.dir)
+    for arg in config.args:
+        if "::" in arg:
+            return False
+        target = (invocation / arg).resolve()
+        if target not in allowed:
+            return False
+    return True
 
 
 def phase_verdict(
@@ -193,7 +220,9 @@ def compare_with_baseline(state: SessionState) -> tuple[list[dict], list[str]]:
     drift, new = [], []
     if not state.check_baseline:
         return drift, new
-    for nodeid, result in state.results.items():
+    for nodeid, result in sorted(state.results.items()):
+        if result.is_detail:
+            continue
         verdict = result.verdict
         expected = state.baseline.get(nodeid)
         if expected is None:

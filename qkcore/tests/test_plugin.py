@@ -80,21 +80,31 @@ def test_marker_recorder_and_report(pytester: pytest.Pytester):
         {
             "claim": "S6a",
             "statement": "strongest prev heads are rotational",
-            "verdicts": {"paper": {"refuted": 1, "supported": 1}, "toy": {"supported": 1}},
+            # one seed of alibi is a detail; its population (toy:alibi-n1) lacks power
+            "verdicts": {"paper": {"refuted": 1, "supported": 1}, "toy": {"inconclusive": 1}},
         },
     ]
     skipped = next(r for r in data["results"] if r["claim"] == "F4")
     assert skipped["verdict"] == "skipped" and "QK_PAPER_DATA" in skipped["reason"]
     md = (pytester.path / "reports/latest/claims.md").read_text()
     summary_line = (
-        "| S6a | strongest prev heads are rotational | 1 refuted, 1 supported | - | 1 supported |"
+        "| S6a | strongest prev heads are rotational | 1 refuted, 1 supported | - "
+        "| 1 inconclusive |"
     )
     assert summary_line in md
     assert md.index("## Which claims hold") < md.index("## Errata") < md.index("## Rows that")
     assert "median pct: 0.21 >= 0.8 (statement fails; paper 0.89, n = 5)" in md
     html = (pytester.path / "reports/latest/claims.html").read_text()
     assert "data:image/png;base64," in html and "pct by scheme" in html
-    result.stdout.fnmatch_lines(["*claims*", "S6a*2 supported, 1 refuted*", "report: *claims.json"])
+    result.stdout.fnmatch_lines(
+        [
+            "*claims*",
+            "S6a*1 supported, 1 refuted, 1 inconclusive*",
+            "total: 1 supported, 1 refuted, 1 inconclusive, 1 skipped (1 toy seed rows*",
+            "report: *reports/runs/*/claims.md*",
+            "latest: *reports/latest/claims.md",
+        ]
+    )
 
 
 def test_keyword_selection_by_scheme_and_kind(pytester: pytest.Pytester):
@@ -125,10 +135,10 @@ def test_baseline_known_refuted_passes_and_drift_fails(pytester: pytest.Pytester
     known.assert_outcomes(passed=2, xfailed=1, skipped=1)
     assert known.ret == 0
 
-    # The evidence changes: gpt2 now supports the claim, alibi no longer does.
+    # The evidence changes: gpt2 now supports the claim, pythia no longer does.
     pytester.makepyfile(
         test_claims=CLAIM_TESTS.replace('"paper:gpt2": 0.21', '"paper:gpt2": 0.91').replace(
-            '"toy:alibi-s0": 0.95', '"toy:alibi-s0": 0.05'
+            '"paper:pythia-410m": 0.89', '"paper:pythia-410m": 0.05'
         )
     )
     drift = run(pytester)
@@ -137,12 +147,19 @@ def test_baseline_known_refuted_passes_and_drift_fails(pytester: pytest.Pytester
         [
             "VERDICT CHANGES against reports/baseline.json (2):",
             "*test_rotational?paper:gpt2?: refuted -> supported",
-            "*test_rotational?toy:alibi-s0?: supported -> refuted",
+            "*test_rotational?paper:pythia-410m?: supported -> refuted",
         ]
     )
 
     accepted = run(pytester, "--claims-update-baseline")
-    accepted.stdout.fnmatch_lines(["baseline rewritten: reports/baseline.json"])
+    accepted.stdout.fnmatch_lines(
+        [
+            "baseline reports/baseline.json: 2 changed, 0 added, 1 refused",
+            "  changed *paper:gpt2*: refuted -> supported",
+            "  changed *paper:pythia-410m*: supported -> refuted",
+            "  refused *test_unavailable: this run says 'skipped' (undecided); not written",
+        ]
+    )
     assert run(pytester).ret == 0
 
 
@@ -157,6 +174,8 @@ def test_new_tests_are_reported_as_new(pytester: pytest.Pytester):
     [
         ("{not json", "is not valid JSON"),
         ('{"schema": "other", "verdicts": {}}', "is not a 'qk-baseline/1' file"),
+        ("[]", "it holds a JSON list"),
+        ("null", "it holds null"),
         ('{"schema": "qk-baseline/1", "verdicts": {"t::x": "maybe"}}', "verdict 'maybe' of t::x"),
     ],
 )
@@ -281,3 +300,99 @@ def test_number_without_text(claim_record):
     run(pytester).assert_outcomes(failed=1)
     (row,) = report(pytester)["results"]
     assert row["verdict"] == "error" and "as the paper prints it" in row["reason"]
+
+
+def test_update_never_writes_undecided_verdicts_and_keeps_unselected_rows(
+    pytester: pytest.Pytester,
+):
+    """A broken or evidence-less run cannot damage the baseline: skipped and error rows are
+    refused, decided rows it did not select keep their verdicts."""
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    run(pytester, "--claims-update-baseline")
+    path = pytester.path / "reports/baseline.json"
+    before = json.loads(path.read_text())["verdicts"]
+    assert "skipped" not in before.values()
+    # the evidence breaks: every S6a row errors
+    pytester.makepyfile(
+        test_claims=CLAIM_TESTS.replace("value = VALUES", "value = 1 / 0 or VALUES")
+    )
+    broken = run(pytester, "--claims-update-baseline")
+    broken.stdout.fnmatch_lines(["baseline reports/baseline.json: 0 changed, 0 added, 4 refused"])
+    assert json.loads(path.read_text())["verdicts"] == before
+    # a partial selection updates only what it selected
+    pytester.makepyfile(test_claims=CLAIM_TESTS.replace('"paper:gpt2": 0.21', '"paper:gpt2": 0.91'))
+    run(pytester, "--claims-update-baseline", "-k", "gpt2")
+    after = json.loads(path.read_text())["verdicts"]
+    assert after.pop("test_claims.py::test_rotational[paper:gpt2]") == "supported"
+    assert before.pop("test_claims.py::test_rotational[paper:gpt2]") == "refuted"
+    assert after == before
+
+
+def test_partial_run_keeps_latest_and_says_where_its_report_went(pytester: pytest.Pytester):
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    run(pytester)
+    full = report(pytester)
+    partial = run(pytester, "-k", "gpt2")
+    partial.stdout.fnmatch_lines(
+        [
+            "report: *reports/runs/*/claims.md (and claims.html, claims.json)",
+            "latest: not replaced (a partial selection)*",
+        ]
+    )
+    assert report(pytester) == full  # latest still the full run
+    forced = run(pytester, "-k", "gpt2", "--claims-report-latest")
+    forced.stdout.fnmatch_lines(["latest: *reports/latest/claims.md"])
+    assert len(report(pytester)["results"]) == 1
+
+
+SEED_TESTS = """
+import pytest
+from qkcore.evidence.refs import EvidenceRef, evidence_params
+
+VALUES = {"toy:rope-s0": 0.9, "toy:rope-s1": 0.85, "toy:rope-s2": 0.95,
+          "toy:ape-s0": 0.9, "toy:ape-s1": 0.1, "toy:ape-s2": 0.95}
+REFS = [EvidenceRef("toy", name.split(":")[1], name.split(":")[1].split("-")[0])
+        for name in VALUES]
+
+
+@pytest.mark.claim("S6a", section="6", statement="rotational")
+@pytest.mark.parametrize("ref", evidence_params(REFS))
+def test_seed(ref, claim_record):
+    claim_record.check("pct", VALUES[ref.evidence_id], ">=", 0.8, kind="statement")
+"""
+
+
+def test_toy_seeds_are_judged_as_populations(pytester: pytest.Pytester):
+    """Seed rows are details: a refuted seed does not fail the run, and one population row per
+    scheme carries the verdict (unanimity over >= 3 seeds) into the baseline."""
+    pytester.makepyfile(test_seeds=SEED_TESTS)
+    result = run(pytester, "--claims-update-baseline")
+    result.assert_outcomes(passed=5, xfailed=1)
+    assert result.ret == 0
+    rows = {r["evidence"]: r for r in report(pytester)["results"]}
+    assert rows["toy:rope-n3"]["verdict"] == "supported"
+    assert rows["toy:ape-n3"]["verdict"] == "inconclusive"
+    assert "disagree" in rows["toy:ape-n3"]["reason"]
+    baseline = json.loads((pytester.path / "reports/baseline.json").read_text())["verdicts"]
+    assert baseline == {
+        "test_seeds.py::test_seed[toy:ape-n3]": "inconclusive",
+        "test_seeds.py::test_seed[toy:rope-n3]": "supported",
+    }
+    # one more seed flips: the population becomes inconclusive, which is drift
+    pytester.makepyfile(test_seeds=SEED_TESTS.replace('"toy:rope-s1": 0.85', '"toy:rope-s1": 0.5'))
+    drift = run(pytester)
+    assert drift.ret == 1
+    drift.stdout.fnmatch_lines(["*test_seed?toy:rope-n3?: supported -> inconclusive"])
+
+
+def test_population_rule():
+    from qkcore.pytest_plugin.populations import population_verdict
+
+    assert population_verdict(dict.fromkeys("abc", "refuted"))[0] == "refuted"
+    assert population_verdict({"a": "supported", "b": "supported"})[0] == "inconclusive"
+    verdict, reason = population_verdict(
+        {"a": "not-applicable", "b": "not-applicable", "c": "supported"}
+    )
+    assert verdict == "not-applicable" and "premise" in reason
+    assert population_verdict({"a": "supported", "b": "error", "c": "supported"})[0] == "error"
+    assert population_verdict(dict.fromkeys("abcde", "supported"))[1].endswith("0.0625)")
