@@ -63,12 +63,22 @@ class DiskCache:
             if verify:
                 self.verify(key)
             return final
-        self.root.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.root / f"{key}.lock")):
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(self.root / f"{key}.lock"))
+            lock.acquire()
+        except OSError as exc:
+            raise QKError(
+                f"the cache folder {self.root} cannot be written ({exc.strerror or exc}). "
+                f"Point ${CACHE_ENV} at a writable folder, e.g. "
+                f"export {CACHE_ENV}=$HOME/.cache/qkcore"
+            ) from None
+        try:
             if final.exists():  # another worker built it while we waited
                 if verify:
                     self.verify(key)
                 return final
+            self.remove_stale()
             tmp = self.root / f".tmp-{key}-{os.getpid()}"
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()
@@ -84,7 +94,20 @@ class DiskCache:
             except BaseException:  # interrupted or failed: leave nothing behind
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
+        finally:
+            lock.release()
         return final
+
+    def remove_stale(self) -> list[Path]:
+        """Remove the temporary folders of builds whose process is gone (killed mid-build,
+        where no cleanup could run); returns what it removed."""
+        removed = []
+        for tmp in self.root.glob(".tmp-*-*"):
+            pid = tmp.name.rsplit("-", 1)[-1]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(tmp, ignore_errors=True)
+                removed.append(tmp)
+        return removed
 
     def verify(self, key: str) -> None:
         """Raise QKError if the entry's files do not match its manifest."""
@@ -103,6 +126,16 @@ class DiskCache:
                     f"cached file {path} does not match its recorded sha256 (damaged or "
                     f"edited); delete {final} and run again to rebuild it."
                 )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def source_digest(*modules: str) -> str:

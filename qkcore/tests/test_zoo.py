@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import multiprocessing
+import os
 import shutil
 import time
 from pathlib import Path
@@ -163,3 +164,48 @@ def test_two_processes_build_an_entry_once(tmp_path: Path):
     assert [p.exitcode for p in procs] == [0, 0]
     assert counter.read_text() == "built\n"
     shutil.rmtree(tmp_path / "c")
+
+
+def test_unwritable_cache_names_the_variable(tmp_path: Path):
+    """(Root ignores permission bits, so a folder under a plain file stands in for a
+    read-only one: mkdir fails either way.)"""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    cache = DiskCache(blocker / "cache")
+    with pytest.raises(QKError, match=r"cannot be written.*QK_CACHE_DIR"):
+        cache.get_or_build("key", lambda tmp: None)
+
+
+def test_builds_of_dead_processes_are_cleaned(tmp_path: Path):
+    import subprocess
+    import sys
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    stale = tmp_path / f".tmp-other-{dead}"
+    stale.mkdir()
+    (stale / "half.bin").write_bytes(b"x")
+    live = tmp_path / f".tmp-busy-{os.getpid()}"  # a build in progress in a live process
+    live.mkdir()
+    DiskCache(tmp_path).get_or_build("key", lambda tmp: (tmp / "a").write_text("a"))
+    assert not stale.exists() and live.exists()
+
+
+def test_cached_toy_weights_must_be_tensors(tmp_path: Path):
+    import pickle
+
+    from qkcore.models.toy.cache import load_tensors
+
+    class Payload:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    path = tmp_path / "state.pt"
+    path.write_bytes(pickle.dumps(Payload(), protocol=2))
+    with pytest.raises(QKError, match="something other than tensors") as info:
+        load_tensors(path)
+    assert "weights_only=False" not in str(info.value)

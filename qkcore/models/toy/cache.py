@@ -25,10 +25,11 @@ import numpy as np
 import torch
 
 from qkcore.diskcache import DiskCache, source_digest
+from qkcore.errors import QKError
 from qkcore.models.toy.model import ToyConfig
 from qkcore.models.toy.train import TrainedRun, train
 
-__all__ = ["TRAINING_SOURCES", "run_key", "trained_run"]
+__all__ = ["TRAINING_SOURCES", "load_tensors", "run_key", "trained_run"]
 
 
 #: The modules whose source decides a run's weights (part of its cache key).
@@ -76,8 +77,22 @@ def trained_run(
         config=config,
         history=json.loads((folder / "history.json").read_text()),
         checkpoints=dict(sorted(checkpoints.items())),
-        state=torch.load(folder / "state.pt", weights_only=True),
+        state=load_tensors(folder / "state.pt"),
         formation_step=float(meta["formation_step"]),
         seconds=float(meta["seconds"]),
-        checkpoint_states=torch.load(folder / "checkpoint_states.pt", weights_only=True),
+        checkpoint_states=load_tensors(folder / "checkpoint_states.pt"),
     )
+
+
+def load_tensors(path: Path) -> dict:
+    """A cached state dict, loaded as tensors only: anything else in the file is refused."""
+    import pickle
+
+    try:
+        return torch.load(path, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as exc:
+        raise QKError(
+            f"{path} holds something other than tensors, or is damaged ({type(exc).__name__}); "
+            "qkcore never loads such a file. Delete its cache folder "
+            f"({path.parent}) and run again to retrain the toy."
+        ) from None
