@@ -48,6 +48,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _grid_seeds(text: str) -> int:
+    value = _positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            f"{value} seed per arm leaves the grid's rank tests nothing to compare; give 2 or "
+            "more (the paper's n is 5)"
+        )
+    return value
+
+
 def _torch_device(text: str) -> str:
     if text == "cpu":  # the default: no need to import torch to know it exists
         return text
@@ -116,7 +126,7 @@ def pytest_addoption(parser) -> None:
     )
     group.addoption(
         "--toy-grid-seeds",
-        type=_positive_int,
+        type=_grid_seeds,
         default=None,
         metavar="N",
         help="seeds per arm of the toy grid (implies --toy-grid); default 5, the paper's n",

@@ -156,8 +156,8 @@ def _model_set_param(config: pytest.Config, kind: str) -> object:
     members, absent, families = [], [], set()
     for piece in pieces:
         evidence = piece.values[0]
-        if any(m.name == "skip" for m in piece.marks):
-            absent.append(evidence.ref.evidence_id)
+        if any(m.name == "skip" for m in piece.marks) or getattr(evidence, "broken", ""):
+            absent.append(evidence.ref.evidence_id)  # absent or unreadable: not a member
             continue
         members.append(evidence)
         families.add(SCHEME_FAMILY.get(evidence.ref.scheme, "unknown"))
@@ -242,12 +242,17 @@ class WeightsEvidence:
     ref: EvidenceRef
     spec: str
     sweeps: bool = False  # --weights-sweeps: the table carries the per-head ablation sweep
+    broken: str = ""  # why the weights cannot be read: only this evidence's tests error
 
     def model(self) -> LoadedModel:
+        if self.broken:
+            raise QKError(self.broken)
         return _load(self.spec)
 
     def head_table(self) -> pd.DataFrame:
         """The recomputed per-head table (paper's columns), cached on disk by content."""
+        if self.broken:
+            raise QKError(self.broken)
         return _table(self.spec, self.sweeps)
 
 
@@ -271,13 +276,10 @@ def _table(spec: str, sweeps: bool) -> pd.DataFrame:
     return cached_head_table(_load(spec), WEIGHTS_TABLE_WITH_SWEEPS if sweeps else WEIGHTS_TABLE)
 
 
-_WEIGHTS_SCHEME = {"smollm2-135m": "rope", "minilm-l6": "ape"}
-
-
 def _weights_params(config: pytest.Config, marker: pytest.Mark) -> list:
     """Packaged models, the paper's seven (skipped with the fetch command when not cached) and
     every ``--model``; filtered by the marker's ``schemes``."""
-    from qkcore.evidence.paper_data import model_scheme
+    from qkcore.models.schemes import PAPER_MODEL_SCHEME, probe_scheme
 
     schemes = marker.kwargs.get("schemes")
     specs = [*PACKAGED, *PAPER_MODELS, *config.getoption("--model")]
@@ -288,7 +290,7 @@ def _weights_params(config: pytest.Config, marker: pytest.Mark) -> list:
         except QKError as exc:
             if spec in config.getoption("--model"):
                 raise pytest.UsageError(f"--model {spec}: {exc}") from None
-            ref = EvidenceRef("weights", spec, _WEIGHTS_SCHEME.get(spec, "unknown"))
+            ref = EvidenceRef("weights", spec, PAPER_MODEL_SCHEME.get(spec, "unknown"))
             params.append(
                 pytest.param(
                     WeightsEvidence(ref, spec, config.getoption("--weights-sweeps")),
@@ -297,15 +299,28 @@ def _weights_params(config: pytest.Config, marker: pytest.Mark) -> list:
                 )
             )
             continue
-        scheme = _WEIGHTS_SCHEME.get(source.name) or model_scheme(source.name.split("@")[0])
-        if schemes is not None and scheme not in schemes and scheme != "unknown":
-            continue
+        broken = ""
+        try:
+            scheme = probe_scheme(source)
+        except QKError as exc:  # a damaged file: its own tests error, never the session
+            scheme, broken = "unknown", f"weights:{source.name}: {exc}"
+        if schemes is not None and scheme not in schemes and not broken:
+            if scheme != "unknown":
+                continue
         ref = EvidenceRef("weights", source.name, scheme)
         (param,) = evidence_params([ref])
         marks = list(param.marks)
         ok, reason = source.available()
         if not ok:
             marks.append(pytest.mark.skip(reason=f"{ref.evidence_id}: {reason}"))
+        elif scheme == "unknown" and not broken and schemes is not None:
+            marks.append(
+                pytest.mark.skip(
+                    reason=f"{ref.evidence_id}: its positional scheme could not be read from its "
+                    "config (architecture not in qkcore.models.schemes.ARCHITECTURE_SCHEME), so "
+                    "it cannot bear on a scheme-specific claim"
+                )
+            )
         swept = [c for c in marker.kwargs.get("columns", ()) if c.startswith(("dInd", "dICL"))]
         if ok and swept and not config.getoption("--weights-sweeps"):
             marks.append(
@@ -316,7 +331,7 @@ def _weights_params(config: pytest.Config, marker: pytest.Mark) -> list:
             )
         params.append(
             pytest.param(
-                WeightsEvidence(ref, spec, config.getoption("--weights-sweeps")),
+                WeightsEvidence(ref, spec, config.getoption("--weights-sweeps"), broken),
                 id=ref.evidence_id,
                 marks=marks,
             )

@@ -40,6 +40,7 @@ def pytest_run(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
         (("--toy-seeds", "0"), None, "0 seeds would remove the evidence"),
         (("--toy-seeds", "-1"), None, "-1 seeds would remove the evidence"),
         (("--toy-grid-seeds", "0"), None, "0 seeds would remove the evidence"),
+        (("--toy-grid-seeds", "1"), None, "1 seed per arm leaves the grid's rank tests"),
         (("--device", "nonsense"), None, "'nonsense' is not a torch device"),
         (("--paper-data", "/no/such/folder"), None, "/no/such/folder is not a folder"),
         ((), {"QK_PAPER_DATA": "/no/such/folder"}, "QK_PAPER_DATA=/no/such/folder is not a folder"),
@@ -64,3 +65,58 @@ def test_make_refuses_a_paper_data_typo():
     )
     assert result.returncode != 0
     assert "PAPER_DATA=/no/such/folder is not a folder" in result.stderr
+
+
+def _collected(*args: str) -> list[str]:
+    result = pytest_run(*args)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
+    return [line for line in result.stdout.splitlines() if "::" in line]
+
+
+def test_a_models_scheme_comes_from_its_weights_not_its_name(tmp_path: Path):
+    """A copy of SmolLM2 under another name is still a RoPE model: S6a takes it, S6b does not."""
+    from qkcore.models.sources import packaged_path
+
+    copy = tmp_path / "mymodel.gguf"
+    copy.symlink_to(packaged_path("smollm2-135m"))
+    ids = _collected("--model", str(copy), "-k", "weights:mymodel")
+    assert any("test_rope_prev_heads_are_rotational[weights:mymodel]" in i for i in ids)
+    assert not any("test_absolute_and_alibi" in i for i in ids)
+
+
+def test_an_empty_gguf_errors_only_in_its_own_tests(tmp_path: Path):
+    empty = tmp_path / "x.gguf"
+    empty.write_bytes(b"")
+    ids = _collected("--model", str(empty))
+    assert any("[weights:x]" in i for i in ids)
+    assert any("[weights:all-models]" in i for i in ids)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "-q",
+            "--claims-baseline=none",
+            f"--claims-report-dir={tmp_path / 'report'}",
+            "--model",
+            str(empty),
+            "-k",
+            "test_partial_association and weights:x",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "QK_PAPER_DATA"},
+    )
+    assert result.returncode == 1, result.stdout[-2000:]
+    assert "is not a readable GGUF file" in result.stdout
+    import json
+
+    (row,) = json.loads((tmp_path / "report" / "claims.json").read_text())["results"]
+    assert row["verdict"] == "error" and "x.gguf" in row["reason"]
