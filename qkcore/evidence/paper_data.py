@@ -189,7 +189,21 @@ class PaperData:
         return _read(self._path("kernel_curves", model), "kernel_curves")
 
     def scheme(self, model: str) -> str:
-        return model_scheme(model, list(self.head_table(model).columns))
+        """The model's scheme; from its name alone when its table cannot be read (the table's
+        own tests then report why)."""
+        try:
+            columns = list(self.head_table(model).columns)
+        except QKError:
+            columns = None
+        return model_scheme(model, columns)
+
+    def problem(self, model: str) -> str:
+        """Why ``model``'s per-head table cannot be used ("" when it can)."""
+        try:
+            self.head_table(model)
+        except QKError as exc:
+            return str(exc)
+        return ""
 
     def runs(self) -> list[TrainingRun]:
         """Every training run under ``trainB/`` (file-name order)."""

@@ -4,7 +4,8 @@ A claim test judges through checks (``claim_record.check``), each of one kind:
 
 - ``statement``   - the claim's scientific statement; thresholds fixed in the docstring;
 - ``number``      - a number the paper prints, reproduced at its printed precision
-  (:mod:`qkcore.stats.printed`: the threshold is the printed text, e.g. ``"0.790"``);
+  (:mod:`qkcore.stats.printed`: the threshold is the printed text, e.g. ``"0.790"``; any check
+  whose threshold is printed text is compared the same way);
 - ``consistency`` - the paper against itself (a verbal label against its own number, a printed
   number recomputed from the printed numbers it derives from);
 - ``premise``     - what the evidence must have for the claim to bear on it;
@@ -145,13 +146,14 @@ def judge(
         lo, hi = threshold
         inside = value == value and lo <= value <= hi
         passed = inside if comparison == "in" else not inside
-    elif kind == "number":
+    elif kind == "number" or (isinstance(threshold, str) and not isinstance(value, str)):
+        # a printed number as the threshold: the measurement is rounded to its digits
         if not isinstance(threshold, str):
             raise CheckError(
                 f"number check {name!r}: give the threshold as the paper prints it, "
                 f"e.g. '0.790', not {threshold!r}"
             )
-        passed = reproduces(float(value), comparison, threshold)
+        passed = _number(value) is not None and reproduces(float(value), comparison, threshold)
         paper = threshold if paper is None else paper
     elif isinstance(value, bool) or isinstance(threshold, bool | str):
         passed = _ORDER[comparison](value, threshold)
@@ -164,7 +166,7 @@ def judge(
         if lo <= float(threshold) <= hi:
             outcome = "uncertain"
     margin = None
-    if kind == "number":
+    if isinstance(threshold, str) and comparison not in ("in", "not in"):
         shown = _number(value)
         if shown is not None and not math.isnan(shown):
             margin = _margin(float(as_printed(shown, threshold)), comparison, float(threshold))
@@ -202,7 +204,7 @@ def describe(check: Check) -> str:
     if check.n is not None:
         extra.append(f"n = {check.n}")
     tail = f"; {', '.join(extra)}" if extra else ""
-    rule = " at printed precision" if check.kind == "number" else ""
+    rule = " at printed precision" if isinstance(check.threshold, str) else ""
     return f"{check.name}: {value} {check.comparison} {threshold}{rule} ({check.kind} {verb}{tail})"
 
 

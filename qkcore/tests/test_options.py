@@ -120,3 +120,55 @@ def test_an_empty_gguf_errors_only_in_its_own_tests(tmp_path: Path):
 
     (row,) = json.loads((tmp_path / "report" / "claims.json").read_text())["results"]
     assert row["verdict"] == "error" and "x.gguf" in row["reason"]
+
+
+def test_a_damaged_released_table_errors_only_in_its_own_rows(tmp_path: Path):
+    """A truncated table and a column-less one: the session collects, other evidence is
+    untouched, and each damaged table's rows error with one message naming the file."""
+    import json
+    import shutil
+
+    import pandas as pd
+
+    source = Path(os.environ.get("QK_PAPER_DATA", REPO.parent / "shared" / "paper-data"))
+    if not (source / "gpt2_head_full.parquet").is_file():
+        pytest.skip("needs the paper's released tables (QK_PAPER_DATA)")
+    data = tmp_path / "paper-data"
+    data.mkdir()
+    for name in ("gpt2", "bloom-1b1", "opt-1.3b", "gpt-neo-1.3b"):
+        shutil.copy(source / f"{name}_head_full.parquet", data)
+    truncated = data / "opt-1.3b_head_full.parquet"
+    truncated.write_bytes(truncated.read_bytes()[:1000])
+    columnless = data / "gpt-neo-1.3b_head_full.parquet"
+    pd.read_parquet(columnless).drop(columns=["prev"]).to_parquet(columnless)
+    assert _collected("--paper-data", str(data), "-k", "toy and s3")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "-q",
+            "--claims-baseline=none",
+            f"--claims-report-dir={tmp_path / 'report'}",
+            "--paper-data",
+            str(data),
+            "-k",
+            "test_absolute_and_alibi and paper",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    rows = json.loads((tmp_path / "report" / "claims.json").read_text())["results"]
+    verdicts = {r["evidence"]: (r["verdict"], r["reason"]) for r in rows}
+    assert verdicts["paper:opt-1.3b"][0] == "error"
+    assert "opt-1.3b_head_full.parquet cannot be read" in verdicts["paper:opt-1.3b"][1]
+    assert verdicts["paper:gpt-neo-1.3b"][0] == "error"
+    assert "required column 'prev' is missing" in verdicts["paper:gpt-neo-1.3b"][1]
+    assert verdicts["paper:gpt2"][0] not in ("error", "skipped"), result.stdout[-2000:]
