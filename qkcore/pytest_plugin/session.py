@@ -1,14 +1,14 @@
 """One claims session: per-phase verdicts, their aggregation across xdist workers, and the
 comparison with the baseline.
 
-Verdicts: a test that judges through checks gets the verdict its checks imply
+Verdicts: a claim test gets the verdict its checks imply
 (:func:`~qkcore.pytest_plugin.checks.verdict_of`: supported, refuted, inconclusive,
-not-applicable); a bare ``assert`` failing beside checks is an error. A test that records only
-measurements (the older form) passes -> ``supported``, fails an assert -> ``refuted``. Any other
-exception -> ``error``; a skip -> ``skipped``. A claim test that records nothing is an error (it
-could not be a check of anything). Every phase of a test sends its verdict as JSON in
-``report.user_properties`` (the one field xdist serialises for us), so ``-n 2`` and ``-n 0``
-produce the same results; the controller merges phases, a later phase only making things worse.
+not-applicable). A test with no check, or whose bare ``assert`` fails, is an ``error``: no bare
+assert decides a verdict. Any other exception -> ``error``; a skip -> ``skipped``.
+
+Every phase of a test sends its result as JSON in ``report.user_properties`` (the one field
+xdist serialises for us), so ``-n 2`` and ``-n 0`` produce the same results; the controller
+merges phases, a later phase only making things worse.
 """
 
 from __future__ import annotations
@@ -157,16 +157,16 @@ def phase_verdict(
             report.outcome = "failed"
             report.longrepr = f"{verdict}: {reason}"
         return verdict, reason
-    if recorder is None or not recorder.measurements:
-        report.outcome = "failed"
-        report.longrepr = (
-            "claim test recorded no measurement: a claim test must record what it measured "
-            "with the claim_record fixture (claim_record.measure(...)) before asserting."
-        )
-        return "error", "claim test recorded no measurement"
-    if report.passed:
-        return "supported", ""
-    return "refuted", _short_error(call)
+    reason = (
+        "claim test judged nothing: a claim test judges through checks - "
+        "claim_record.check(name, value, comparison, threshold, kind='statement', ...) - "
+        "never a bare assert"
+    )
+    if report.failed:
+        reason += f" (a bare assert failed: {_short_error(call)})"
+    report.outcome = "failed"
+    report.longrepr = reason
+    return "error", reason
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

@@ -209,15 +209,21 @@ def test_asserts_nothing(claim_record):
 def test_crashes(claim_record):
     claim_record.measure("v", 1.0)
     raise RuntimeError("weights file truncated")
+
+@pytest.mark.claim("S5c", section="5", statement="z")
+def test_bare_assert_only(claim_record):
+    claim_record.measure("v", 0.1)
+    assert 0.1 > 0.5
 """
     )
     result = run(pytester)
-    result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*claim test recorded no measurement*"])
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["*claim test judged nothing*"])
     by_claim = {r["claim"]: r for r in report(pytester)["results"]}
     assert by_claim["S5a"]["verdict"] == "error"
     assert by_claim["S5b"]["verdict"] == "error"
     assert "RuntimeError: weights file truncated" in by_claim["S5b"]["reason"]
+    assert by_claim["S5c"]["verdict"] == "error" and "bare assert" in by_claim["S5c"]["reason"]
 
 
 def test_non_claim_runs_write_no_report(pytester: pytest.Pytester):
