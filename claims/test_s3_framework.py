@@ -1,41 +1,129 @@
 """§3: the matched-null spectral framework (F1-F5).
 
-F1 (gauge), F3 (fast path) and F5 (Saponati) are mathematical facts about the metrics; they are
-property-tested over random operators in ``qkcore/tests`` (test_spectra.py) and checked here on
-every piece of evidence that carries weights: pretrained models and the toy models trained
-here. The published tables carry no weights, so they cannot bear on F1/F3/F5; they do carry
-GPT-2's matched-null statistics, which F4 is about.
+F1 (gauge), F3 (fast path) and F5 (Saponati) are identities of the metrics: on any weights they
+hold by construction, so one model more adds nothing a random operator does not. Each is ONE
+evidence-free row: seeded numpy draws of several shapes (up to GPT-2's d = 768, k = 64) and
+conditionings, judged against first-order rounding bounds (:mod:`qkcore.testing.tolerances`),
+never against a tuned tolerance. They are also property-tested in ``qkcore/tests``
+(test_spectra.py).
+
+F2 (convention) needs a model's own forward pass: scores are computed by the model in its own
+float type, so a correct float64 rebuild differs by rounding *relative to the scores' size*; the
+paper's absolute figures are number checks. F4 has two nulls: the Ginibre null (independent
+Gaussian factors; the paper prints 0.707 and, in §6/§9, D_head ~ 0.61) and the matched-Sigma
+random-orientation null of each GPT-2 head (the published table; 0.707 and 0.608 are its means).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.optimize
 
-from qkcore import QKFactors, ginibre_factors, spectral_metrics
-from qkcore.analysis.convention import convention_check, frequency_check
-from qkcore.linalg.spectra import dir_frac, saponati_score, saponati_signed_score
-from qkcore.stats.population import rounds_to
+from qkcore import QKFactors, dense_metrics, ginibre_factors
+from qkcore.analysis.convention import frequency_check, rebuild_scores
+from qkcore.linalg.spectra import D_head, dir_frac, eigenvalues
+from qkcore.testing.strategies import conditioned_matrix
+from qkcore.testing.tolerances import (
+    EPS,
+    SAFETY,
+    backward_perturbation,
+    eigen_bound,
+    eigenvalue_condition_numbers,
+    trace_share_bound,
+)
+
+# --------------------------------------------------------------------------------------------
+# Random operators for the identities (F1, F3, F5)
+
+#: (d, k): small shapes, each at every conditioning below; GPT-2's head shape once (a d x d
+#: eigenproblem at d = 768 is the cost of the dense reference path).
+SHAPES = ((8, 2), (32, 8), (128, 32))
+GPT2_SHAPE = (768, 64)
+#: log10 condition number of each factor (Haar singular vectors, log-spaced singular values).
+LOG10_CONDS = (0.0, 1.0, 2.0)
+SEED = 0
+
+
+def _random_operators() -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Seeded factor pairs ``(label, A, B)``: every small shape x conditioning, GPT-2's shape
+    at condition number 10, and a family that spans dir_frac from 0 (B = A, symmetric) through
+    generic to 1 (antisymmetric)."""
+    rng = np.random.default_rng(SEED)
+    out = []
+    grid = [(d, k, c) for d, k in SHAPES for c in LOG10_CONDS] + [(*GPT2_SHAPE, 1.0)]
+    for d, k, c in grid:
+        A = conditioned_matrix(rng, d, k, c) * np.exp(rng.normal())
+        B = conditioned_matrix(rng, d, k, c)
+        out.append((f"d={d},k={k},cond=1e{c:g}", A, B))
+    A = rng.standard_normal((32, 8))
+    noise = rng.standard_normal((32, 8))
+    for s in np.linspace(0.0, 3.0, 7):
+        out.append((f"B=A+{s:.1f}N", A, A + s * noise))
+    u, v = rng.standard_normal((2, 32, 1))
+    out.append(("antisymmetric", np.hstack([u, v]), np.hstack([v, -u])))
+    return out
+
+
+def _matched_shift(lam: np.ndarray, mu: np.ndarray) -> float:
+    """``sum_i |lam_i - mu_pi(i)|`` under the best matching of two eigenvalue lists."""
+    cost = np.abs(lam[:, None] - mu[None, :])
+    rows, cols = scipy.optimize.linear_sum_assignment(cost)
+    return float(cost[rows, cols].sum())
+
+
+def _fro(X: np.ndarray) -> float:
+    return float(np.linalg.norm(X))
 
 
 @pytest.mark.claim(
     "F4",
     section="3",
-    statement="Random low-rank M: dir_frac null ~ 0.707, D_head null ~ 0.608; 141/144 GPT-2 "
-    "heads deviate (|z| > 2 on dir_frac or D_head).",
+    statement="Matched-Sigma null (GPT-2, per head): dir_frac null 0.707, D_head null 0.608; "
+    "141/144 GPT-2 heads deviate (|z| > 2 on dir_frac or D_head; dir_frac alone 140/144).",
 )
 @pytest.mark.evidence("paper", models=("gpt2",), columns=("dir_frac_z", "D_head_z"))
 def test_null_means_and_deviating_heads(evidence, claim_record):
-    """From the published GPT-2 table: the mean over heads of the matched-null means of dir_frac
-    and D_head print as 0.707 and 0.608 (3 decimals), and exactly 141 of 144 heads have
-    |z| > 2 on dir_frac or on D_head (z columns as published)."""
+    """Source (§3): "We therefore report every metric relative to a matched-Sigma
+    random-orientation null (same singular values, random left/right frames), computed exactly
+    in the rank-k core. Empirically dir_frac_null = 0.707, D_head,null = 0.608; 141/144 GPT-2
+    heads deviate (|z| > 2 on dir_frac or D_head; dir_frac alone: 140/144)."
+
+    Reading: the published GPT-2 table's matched-null columns. The two null values are the mean
+    over the 144 heads of each head's matched-null mean; "deviate" is |z| > 2 with the
+    published z columns.
+
+    Thresholds: statements - at least 141 heads deviate on dir_frac or D_head, at least 140 on
+    dir_frac alone (the paper's counts read as "this many deviate"). Numbers - 0.707, 0.608
+    (3 decimals), 141 and 140 exactly.
+
+    Premises: none beyond the table's null columns (evidence marker). Power: not applicable
+    (counts of published z values, no sampling here).
+    """
     table = evidence.head_table()
+    n = len(table)
     df_null = float(table["dir_frac_null_mean"].mean())
     dh_null = float(table["D_head_null_mean"].mean())
-    deviating = int(((table["dir_frac_z"].abs() > 2) | (table["D_head_z"].abs() > 2)).sum())
-    claim_record.measure("mean dir_frac null mean", df_null, paper=0.707, n=len(table))
-    claim_record.measure("mean D_head null mean", dh_null, paper=0.608, n=len(table))
-    claim_record.measure("heads with |z| > 2", deviating, paper=141, comparison="==", n=len(table))
+    df_dev = table["dir_frac_z"].abs() > 2
+    deviating = int((df_dev | (table["D_head_z"].abs() > 2)).sum())
+    claim_record.check(
+        "heads with |z| > 2 on dir_frac or D_head", deviating, ">=", 141, kind="statement", n=n
+    )
+    claim_record.check(
+        "heads with |z| > 2 on dir_frac", int(df_dev.sum()), ">=", 140, kind="statement", n=n
+    )
+    claim_record.check(
+        "heads with |z| > 2 on dir_frac or D_head", deviating, "==", "141", kind="number", n=n
+    )
+    claim_record.check(
+        "heads with |z| > 2 on dir_frac", int(df_dev.sum()), "==", "140", kind="number", n=n
+    )
+    claim_record.check(
+        "mean over heads of matched-null mean dir_frac", df_null, "==", "0.707", kind="number", n=n
+    )
+    claim_record.check(
+        "mean over heads of matched-null mean D_head", dh_null, "==", "0.608", kind="number", n=n
+    )
     claim_record.plot(
         "content-direction plane",
         evidence.ref.name,
@@ -44,44 +132,65 @@ def test_null_means_and_deviating_heads(evidence, claim_record):
         xlabel="content_pos_frac",
         ylabel="dir_frac",
     )
-    assert rounds_to(df_null, 0.707, 3)
-    assert rounds_to(dh_null, 0.608, 3)
-    assert deviating == 141
 
 
 @pytest.mark.claim(
     "F4",
     section="3",
-    statement="Random low-rank M: dir_frac null ~ 0.707, D_head null ~ 0.608.",
+    statement="Ginibre null (independent Gaussian W_Q, W_K): dir_frac ~ 1/sqrt(2) ~ 0.707; "
+    "D_head at the Ginibre value ~ 0.61.",
 )
 def test_ginibre_null_at_gpt2_shape(claim_record):
-    """Simulation, no evidence needed: Ginibre factors (iid N(0,1)) of GPT-2's head shape
-    (d = 768, k = 64), LayerNorm-centred as GPT-2 is analysed, 400 draws with seed 0. The mean
-    dir_frac and D_head must print as 0.707 and 0.608 (3 decimals) up to Monte Carlo error:
-    |mean - paper| <= 0.0005 + 3 standard errors."""
+    """Source: §3 "for independent Gaussian W_Q, W_K the symmetric and antisymmetric parts get
+    equal expected Frobenius mass, so dir_frac_null ~ 1/sqrt(2) ~ 0.707 and D_head's null is
+    likewise high"; §6 "D_head at the Ginibre value (~ 0.61)"; §9 "Every head sits at the
+    Ginibre null (... population median D_head 0.61)". (0.608 is the matched-Sigma null of
+    GPT-2's heads, tested on the published table, not a Ginibre number.)
+
+    Reading: simulation, no evidence. Independent N(0, 1) factors of GPT-2's head shape
+    (d = 768, k = 64; uncentred: the paper's sentence names plain Gaussian factors), 400 draws,
+    seed 0. D_head's Ginibre value depends on k (64 for GPT-2 and Pythia-410m alike).
+
+    Thresholds: statements - the population mean of dir_frac rounds to 0.707, i.e. lies in
+    [0.7065, 0.7075); that of D_head rounds to 0.61, i.e. lies in [0.605, 0.615). Each bound is
+    one check whose uncertainty interval is the 95% normal Monte Carlo interval of the mean
+    (mean +- 1.96 SE): an interval across a bound makes the row inconclusive. Numbers - the
+    sample means as printed, 0.707 and 0.61.
+
+    Premises: none. Power: the Monte Carlo interval above (400 draws).
+    """
     rng = np.random.default_rng(0)
     A, B = ginibre_factors(rng, 768, 64, (400,))
-    metrics = spectral_metrics(QKFactors.from_weights(A, B, centre=True))
-    ok = {}
-    for name, paper in (("dir_frac", 0.707), ("D_head", 0.608)):
-        values = metrics[name]
-        se = values.std(ddof=1) / np.sqrt(values.size)
-        claim_record.measure(
-            f"Ginibre mean {name}",
-            float(values.mean()),
-            paper=paper,
-            comparison=f"|diff| <= 0.0005 + 3 SE (SE = {se:.1e})",
+    ops = QKFactors.from_weights(A, B)
+    for name, values, printed, (lo, hi) in (
+        ("dir_frac", dir_frac(ops), "0.707", (0.7065, 0.7075)),
+        ("D_head", D_head(ops), "0.61", (0.605, 0.615)),
+    ):
+        mean = float(values.mean())
+        se = float(values.std(ddof=1) / np.sqrt(values.size))
+        band = (mean - 1.96 * se, mean + 1.96 * se)
+        claim_record.check(
+            f"Ginibre mean {name} (lower rounding bound)",
+            mean,
+            ">=",
+            lo,
+            kind="statement",
+            interval=band,
             n=values.size,
         )
-        ok[name] = abs(values.mean() - paper) <= 0.0005 + 3 * se
-    assert all(ok.values()), ok
-
-
-def _gauge(rng: np.random.Generator, k: int, cond: float) -> np.ndarray:
-    """A random G in GL(k) with condition number ``cond`` (Haar singular vectors)."""
-    U, _ = np.linalg.qr(rng.standard_normal((k, k)))
-    V, _ = np.linalg.qr(rng.standard_normal((k, k)))
-    return (U * np.logspace(0, -np.log10(cond), k)) @ V.T
+        claim_record.check(
+            f"Ginibre mean {name} (upper rounding bound)",
+            mean,
+            "<",
+            hi,
+            kind="statement",
+            interval=band,
+            n=values.size,
+        )
+        claim_record.check(
+            f"Ginibre mean {name}", mean, "==", printed, kind="number", n=values.size
+        )
+    claim_record.measure("exact E[dir_frac^2] = (d - 1)/(2d) at d = 768", 767 / 1536)
 
 
 @pytest.mark.claim(
@@ -90,44 +199,243 @@ def _gauge(rng: np.random.Generator, k: int, cond: float) -> np.ndarray:
     statement="A random G in GL(d_k) leaves M, its eigenvalues and D_head unchanged (~1e-14) "
     "while raw column norms change.",
 )
-@pytest.mark.evidence("weights", "toy")
-def test_gauge_invariance_on_weights(evidence, claim_record):
-    """Every head of the model: W_Q -> W_Q G, W_K -> W_K G^{-T} with one random G per head
-    (condition number 10, seed 0). "Unchanged (~1e-14)" read as within one order of magnitude:
-    max |delta D_head| <= 1e-13 and max ||delta M||_F / ||M||_F <= 1e-13; the raw column norms
-    of W_Q must change (max relative change > 1e-3)."""
-    model = evidence.model()
-    ops = model.factors
-    rng = np.random.default_rng(0)
-    G = np.stack([_gauge(rng, ops.k, 10.0) for _ in range(int(np.prod(ops.batch_shape)))])
-    G = G.reshape(*ops.batch_shape, ops.k, ops.k)
-    A2 = ops.A @ G
-    B2 = np.swapaxes(np.linalg.solve(G, np.swapaxes(ops.B, -1, -2)), -1, -2)
-    gauged = QKFactors(A2, B2, centred=ops.centred)
-    before, after = spectral_metrics(ops), spectral_metrics(gauged)
-    d_head_change = float(np.abs(before["D_head"] - after["D_head"]).max())
-    M_change = max(
-        float(
-            np.linalg.norm(gauged[idx].dense() - ops[idx].dense())
-            / np.linalg.norm(ops[idx].dense())
+def test_gauge_invariance_on_random_operators(claim_record):
+    """Source (§3): "A random G in GL(d_k) leaves M, its eigenvalues, and D_head invariant to
+    ~10^-14 while changing raw column norms --- confirming gauge hygiene."
+
+    Reading: an identity (W_Q G (W_K G^{-T})^T = W_Q W_K^T), so simulated, not per model: every
+    random operator of ``_random_operators`` (3 small shapes x 3 conditionings, GPT-2's
+    768 x 64, a symmetric-to-antisymmetric family; seed 0) is gauged by a Gaussian
+    k x k G (a random element of GL(k)). The paper's "~1e-14" was measured on its models and
+    depends on d, k and cond(G); it is recorded (GPT-2-shaped draws), not judged.
+
+    Thresholds (first-order rounding bounds, :mod:`qkcore.testing.tolerances`; each statement
+    is max over draws of observed / bound <= 1):
+    - M: ``||M' - M||_F <= SAFETY k eps (cond(G)^2 + 2) ||A||_F ||B||_F`` - forming A G and
+      B G^{-T} (a solve: backward error amplified by cond(G) twice) and both k-term products;
+    - eigenvalues (optimal matching): ``sum |d lambda| <= sum_i kappa_i (delta(A, B) +
+      delta(A', B') + E_G)``, delta the backward perturbation of each core eig, E_G the gauge's
+      forming error above;
+    - D_head: ``|d D| <= 2 sum|d lambda| / sum|lambda|``;
+    - column norms change: min over draws of (max relative change of W_Q's column norms) /
+      (SAFETY (d + k) eps) > 1 - a change beyond the norms' own rounding.
+
+    Premises: none. Power: not applicable (deterministic bounds).
+    """
+    rng = np.random.default_rng(SEED + 1)
+    worst = {"M": 0.0, "eig": 0.0, "D_head": 0.0}
+    norm_ratio = np.inf
+    at_gpt2 = {"M": 0.0, "D_head": 0.0}
+    conds = []
+    ops_all = _random_operators()
+    for _label, A, B in ops_all:
+        d, k = A.shape
+        G = rng.standard_normal((k, k))
+        cond_G = float(np.linalg.cond(G))
+        conds.append(cond_G)
+        A2 = A @ G
+        B2 = np.linalg.solve(G, B.T).T  # B G^{-T}
+        ops, gauged = QKFactors.from_weights(A, B), QKFactors.from_weights(A2, B2)
+        scale = _fro(A) * _fro(B)
+        forming = SAFETY * k * EPS * cond_G**2 * scale
+        dM = _fro(gauged.dense() - ops.dense())
+        worst["M"] = max(worst["M"], dM / (forming + 2 * SAFETY * k * EPS * scale))
+        lam, lam2 = eigenvalues(ops), eigenvalues(gauged)
+        kappa = eigenvalue_condition_numbers(A, B)
+        bound_lam = float(
+            kappa.sum() * (backward_perturbation(A, B) + backward_perturbation(A2, B2) + forming)
         )
-        for idx in np.ndindex(*ops.batch_shape)
+        shift = _matched_shift(lam, lam2)
+        worst["eig"] = max(worst["eig"], shift / bound_lam)
+        dD = abs(float(D_head(ops) - D_head(gauged)))
+        worst["D_head"] = max(worst["D_head"], dD / (2 * bound_lam / np.abs(lam).sum()))
+        change = np.abs(np.linalg.norm(A2, axis=0) / np.linalg.norm(A, axis=0) - 1).max()
+        norm_ratio = min(norm_ratio, float(change / (SAFETY * (d + k) * EPS)))
+        if (d, k) == GPT2_SHAPE:
+            at_gpt2["M"] = max(at_gpt2["M"], dM / _fro(ops.dense()))
+            at_gpt2["D_head"] = max(at_gpt2["D_head"], dD)
+    n = len(ops_all)
+    claim_record.check("max ||dM||_F / bound", worst["M"], "<=", 1.0, kind="statement", n=n)
+    claim_record.check("max sum|d lambda| / bound", worst["eig"], "<=", 1.0, kind="statement", n=n)
+    claim_record.check("max |d D_head| / bound", worst["D_head"], "<=", 1.0, kind="statement", n=n)
+    claim_record.check(
+        "min column-norm change / its rounding", norm_ratio, ">", 1.0, kind="statement", n=n
     )
-    norm_change = float(
-        (np.abs(np.linalg.norm(A2, axis=-2) / np.linalg.norm(ops.A, axis=-2) - 1)).max()
+    claim_record.measure("cond(G) over the draws", f"{min(conds):.3g} to {max(conds):.3g}")
+    claim_record.measure("max |d D_head| at d=768, k=64", at_gpt2["D_head"], paper="~1e-14")
+    claim_record.measure("max ||dM||_F/||M||_F at d=768, k=64", at_gpt2["M"], paper="~1e-14")
+
+
+@pytest.mark.claim(
+    "F3",
+    section="3",
+    statement="The rank-k core path is exact (dir_frac difference ~1e-16 vs the d x d "
+    "computation).",
+)
+def test_core_path_is_exact_on_random_operators(claim_record):
+    """Source (§3): "the fast metric path is exact, dir_frac Delta = 10^-16".
+
+    Reading: an identity (the k x k core carries M's traces and nonzero eigenvalues), so
+    simulated, not per model: every random operator of ``_random_operators`` (seed 0); the
+    library's core path (``spectral_metrics``) against its d x d path (``dense_metrics``), for
+    dir_frac (the paper's example) and D_head (the primary metric). The paper's "10^-16" is a
+    measurement on its models; the GPT-2-shaped draws' difference is recorded beside it.
+
+    Thresholds (first-order rounding bounds; max over draws of observed / bound <= 1):
+    - dir_frac: ``|d dir_frac^2| <= 2 trace_share_bound(A, B)`` (each path's trace error);
+    - D_head: ``|d D| <= 2 * 2 eigen_bound(A, B) / sum|lambda|`` (each path's eigenvalue
+      error; D = S_im / S_abs moves by at most 2 d lambda / S_abs).
+
+    Premises: none. Power: not applicable.
+    """
+    from qkcore import spectral_metrics
+
+    worst = {"dir_frac": 0.0, "D_head": 0.0}
+    at_gpt2 = 0.0
+    ops_all = _random_operators()
+    for _label, A, B in ops_all:
+        ops = QKFactors.from_weights(A, B)
+        core, dense = spectral_metrics(ops), dense_metrics(ops)
+        d2 = abs(float(core["dir_frac"] ** 2 - dense["dir_frac"] ** 2))
+        worst["dir_frac"] = max(worst["dir_frac"], d2 / (2 * trace_share_bound(A, B)))
+        sum_abs = float(np.abs(eigenvalues(ops)).sum())
+        dD = abs(float(core["D_head"] - dense["D_head"]))
+        worst["D_head"] = max(worst["D_head"], dD / (4 * eigen_bound(A, B) / sum_abs))
+        if A.shape == GPT2_SHAPE:
+            at_gpt2 = max(at_gpt2, abs(float(core["dir_frac"] - dense["dir_frac"])))
+    n = len(ops_all)
+    claim_record.check(
+        "max |d dir_frac^2| / bound", worst["dir_frac"], "<=", 1.0, kind="statement", n=n
     )
-    n = int(np.prod(ops.batch_shape))
+    claim_record.check("max |d D_head| / bound", worst["D_head"], "<=", 1.0, kind="statement", n=n)
+    claim_record.measure("max |dir_frac core - dense| at d=768, k=64", at_gpt2, paper="1e-16")
+
+
+@pytest.mark.claim(
+    "F5",
+    section="2",
+    statement="dir_frac is a monotone transform of Saponati's score, s = 1 - 2 dir_frac^2.",
+)
+def test_saponati_relation_on_random_operators(claim_record):
+    """Source (§2): "Our dir_frac is a monotone transform of their score (s = 1 - 2
+    dir_frac^2)".
+
+    Reading: Saponati et al.'s score in their paper's [-1, 1] form, computed from the dense
+    split ``(||M_S||^2 - ||M_A||^2) / ||M||^2``, against ``1 - 2 dir_frac^2`` from the core
+    path, on every random operator of ``_random_operators`` (seed 0; the family spans dir_frac
+    0 to 1). On a model this adds nothing: the library computes both from the same two traces
+    (``<M, M^T> / ||M||^2``), so the relation is the formula itself - hence one simulated row,
+    no per-model rows. Their code's score ``||M_S||^2 / ||M||^2`` equals ``1 - dir_frac^2``
+    instead; its distance from ``1 - 2 dir_frac^2`` is recorded so a reader sees which
+    definition the paper's formula belongs to.
+
+    Thresholds (rounding bounds; max over draws of observed / bound <= 1):
+    - relation: ``|s - (1 - 2 dir_frac^2)| <= 2 * 2 trace_share_bound + 8 (log2 d^2 + 4) eps``
+      (twice each path's dir_frac^2 error, plus the pairwise-summation error of
+      ``||M_S||^2 + ||M_A||^2 = ||M||^2`` on d^2 terms);
+    - monotone: sorted by dir_frac, each step of s rises by at most the two draws' bounds.
+
+    Premises: none. Power: not applicable.
+    """
+    rows = []
+    for _label, A, B in _random_operators():
+        ops = QKFactors.from_weights(A, B)
+        M = ops.dense()
+        fro2 = float((M**2).sum())
+        sym2 = float(((0.5 * (M + M.T)) ** 2).sum())
+        anti2 = float(((0.5 * (M - M.T)) ** 2).sum())
+        df = float(dir_frac(ops))
+        d = A.shape[0]
+        bound = 4 * trace_share_bound(A, B) + 8 * (np.log2(d * d) + 4) * EPS
+        rows.append((df, (sym2 - anti2) / fro2, sym2 / fro2, bound))
+    df, s, code, bound = (np.array(col) for col in zip(*rows, strict=True))
+    ratio = float((np.abs(s - (1 - 2 * df**2)) / bound).max())
+    order = np.argsort(df)
+    rise = np.diff(s[order])
+    allowed = bound[order][1:] + bound[order][:-1]
+    monotone = float((rise / allowed).max())
+    n = len(rows)
+    claim_record.check(
+        "max |s - (1 - 2 dir_frac^2)| / bound", ratio, "<=", 1.0, kind="statement", n=n
+    )
+    claim_record.check(
+        "max rise of s along increasing dir_frac / bound",
+        monotone,
+        "<=",
+        1.0,
+        kind="statement",
+        n=n,
+    )
     claim_record.measure(
-        "max |delta D_head|", d_head_change, paper="~1e-14", comparison="<= 1e-13", n=n
+        "max |s_code - (1 - 2 dir_frac^2)| (code's ||M_S||^2/||M||^2)",
+        float(np.abs(code - (1 - 2 * df**2)).max()),
     )
-    claim_record.measure(
-        "max relative ||delta M||_F", M_change, paper="~1e-14", comparison="<= 1e-13", n=n
+    claim_record.measure("max |s_code - (1 - dir_frac^2)|", float(np.abs(code - (1 - df**2)).max()))
+    claim_record.measure("dir_frac range of the draws", f"[{df.min():.3f}, {df.max():.3f}]")
+
+
+# --------------------------------------------------------------------------------------------
+# F2: scores rebuilt from the factors against the model's own
+
+
+def _unit_roundoff(model) -> float:
+    """Unit roundoff of the float type the model computes in (2^-24 for float32)."""
+    import torch
+
+    return float(torch.finfo(model.bridge.W_E.dtype).eps) / 2
+
+
+def _relative_convention_errors(model, *, n_tokens: int = 32, seed: int = 0) -> dict:
+    """Per layer, rebuilt vs hook scores relative to the layer's largest score.
+
+    The same comparison as :func:`qkcore.analysis.convention.convention_check` (random tokens,
+    unmasked entries), normalised per layer by ``max |score|`` - the hook's scores, or the
+    rebuilt scores where the hook carries probabilities (then the probability error is divided
+    by ``2 max|score|``: softmax moves by at most twice the largest score error). Also the
+    diagonal rebuilt from M alone (plus bias terms), relative to the same scale.
+    """
+    from qkcore.analysis.behaviour import random_token_forward
+
+    cache = random_token_forward(
+        model, n_tokens, seed, ("q.hook_in", "hook_attn_scores", "hook_pattern")
     )
-    claim_record.measure(
-        "max relative change of raw W_Q column norms", norm_change, comparison="> 1e-3"
+    keep = (
+        np.tril(np.ones((n_tokens, n_tokens), dtype=bool))
+        if model.causal
+        else np.ones((n_tokens, n_tokens), dtype=bool)
     )
-    assert d_head_change <= 1e-13 and M_change <= 1e-13
-    assert norm_change > 1e-3
+    out = {"abs": 0.0, "rel": 0.0, "diag_abs": 0.0, "diag_rel": 0.0, "holds": "scores"}
+    for layer in range(model.n_layers):
+        x = cache[f"blocks.{layer}.attn.q.hook_in"][0]
+        hook = cache[f"blocks.{layer}.attn.hook_attn_scores"][0]
+        pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0]
+        rebuilt = rebuild_scores(model, x, layer)
+        probabilities = np.allclose(hook, pattern) and np.allclose(hook.sum(-1), 1.0, atol=1e-4)
+        if probabilities:
+            out["holds"] = "probabilities"
+            z = np.where(keep, rebuilt, -np.inf)
+            z = np.exp(z - z.max(axis=-1, keepdims=True))
+            err = float(np.abs(z / z.sum(-1, keepdims=True) - hook)[:, keep].max())
+            scale = 2 * float(np.abs(rebuilt[:, keep]).max())
+        else:
+            err = float(np.abs(rebuilt - hook)[:, keep].max())
+            scale = float(np.abs(hook[:, keep]).max())
+            A, B = model.factors.A[layer], model.factors.B[layer]
+            q = np.einsum("nd,hdk->hnk", x, A)
+            k = np.einsum("nd,hdk->hnk", x, B)
+            if model.b_Q is not None:
+                q = q + model.b_Q[layer][:, None, :]
+            if model.b_K is not None:
+                k = k + model.b_K[layer][:, None, :]
+            diag = np.einsum("hnk,hnk->hn", q, k) / model.attn_scale
+            diag_err = float(np.abs(diag - np.diagonal(hook, axis1=-2, axis2=-1)).max())
+            out["diag_abs"] = max(out["diag_abs"], diag_err)
+            out["diag_rel"] = max(out["diag_rel"], diag_err / scale)
+        out["abs"] = max(out["abs"], err)
+        out["rel"] = max(out["rel"], err / scale)
+    if out["holds"] == "probabilities":
+        out["diag_abs"] = out["diag_rel"] = float("nan")
+    return out
 
 
 @pytest.mark.claim(
@@ -138,89 +446,69 @@ def test_gauge_invariance_on_weights(evidence, claim_record):
 )
 @pytest.mark.evidence("weights", "toy")
 def test_scores_rebuilt_from_factors(evidence, claim_record):
-    """32 random tokens (BOS first where there is one, seed 0), every head of every layer:
-    scores rebuilt from the analysed factors (norm folded/centred, GQA expanded, biases, the
-    model's scale, ALiBi bias for ALiBi toys) against the model's own ``hook_attn_scores``,
-    unmasked entries only. Absolute positions: max absolute error < 1e-4. RoPE: the diagonal
-    (rotation cancels; rebuilt from M alone) matches to < 1e-4; the full rebuild with the
-    rotation (dims, base, pairing read from the model) is recorded. Where the bridge's hook
-    carries softmax probabilities (BERT), softmax(rebuilt) is compared instead and the report
-    says so."""
+    """Source (§3): "We verify the convention by reconstructing the model's own pre-softmax
+    scores from M and matching to < 10^-4 (learned-absolute) or, for RoPE models where position
+    cancels only at i = j, matching the diagonal (bf16 models match to bf16 precision)".
+
+    Reading: 32 random tokens (BOS first where there is one, seed 0), every head of every
+    layer: scores rebuilt in float64 from the analysed factors (norm folded/centred, GQA
+    expanded, biases, the model's scale, ALiBi bias for ALiBi models; rotation for RoPE)
+    against the model's ``hook_attn_scores``, unmasked entries. "Matching" is agreement to the
+    model's own rounding: the model computes scores in its float type (unit roundoff u, 2^-24
+    for float32), so a correct rebuild differs by about sqrt(d) u to d u relative to the
+    scores' size. No rotary embedding: the full rebuild is judged; RoPE: the diagonal rebuilt
+    from M alone (rotation cancels) is judged, the full rebuild recorded. Where the bridge's
+    hook carries softmax probabilities (BERT), softmax(rebuilt) is compared and its error is
+    divided by twice the largest score (softmax moves by at most twice the score error).
+
+    Thresholds: statement - max over layers of error / max|score of the layer| <= (d + k) u,
+    Higham's first-order bound gamma_n = n u for the d-term projections and the k-term score
+    dot products. Number (no rotary embedding, the paper's learned-absolute figure, which is
+    about scores: not checked where the hook holds probabilities) - max absolute error < 1e-4
+    at its printed precision.
+
+    Premises: none. Power: not applicable (deterministic).
+    """
     model = evidence.model()
-    check = convention_check(model)
-    claim_record.measure(
-        "max |rebuilt - hook|", check.max_abs_error, comparison="< 1e-4", n=check.n_tokens
-    )
-    claim_record.measure("max relative error", check.max_rel_error)
-    claim_record.measure("max diagonal error (from M alone)", check.max_diag_error)
-    claim_record.measure("hook_attn_scores holds", check.hook_holds)
-    if check.hook_holds != "scores":
+    u = _unit_roundoff(model)
+    d, k = model.factors.d, model.factors.k
+    tol = (d + k) * u
+    err = _relative_convention_errors(model)
+    claim_record.measure("hook_attn_scores holds", err["holds"])
+    if err["holds"] != "scores":
         claim_record.note(
             f"{model.name}: TransformerLens puts post-softmax probabilities on hook_attn_scores "
             "for this architecture; the comparison is on probabilities."
         )
-    if model.rotary is not None:
+    if model.rotary is None:
+        claim_record.check(
+            "max |rebuilt - hook| / max|score| (full rebuild)",
+            err["rel"],
+            "<=",
+            tol,
+            kind="statement",
+            note=f"(d + k) u = ({d} + {k}) x {u:.2g}",
+        )
+        if err["holds"] == "scores":
+            claim_record.check("max |rebuilt - hook|", err["abs"], "<", "1e-4", kind="number")
+        else:
+            claim_record.measure("max |softmax(rebuilt) - hook| (probabilities)", err["abs"])
+    else:
         claim_record.note(
             f"rotary: dims {model.rotary.dims}, base {model.rotary.base:g}, pairing "
             f"{model.rotary.pairing} (bridge config says base {model.bridge.cfg.rotary_base})"
         )
-        assert check.max_diag_error < 1e-4
-    assert check.max_abs_error < 1e-4
-
-
-@pytest.mark.claim(
-    "F3",
-    section="3",
-    statement="The rank-k core path is exact (dir_frac difference ~1e-16 vs the d x d "
-    "computation).",
-)
-@pytest.mark.evidence("weights", "toy")
-def test_core_path_is_exact_on_weights(evidence, claim_record):
-    """Every head: dir_frac from the k x k core against ||M_A||_F/||M||_F of the dense d x d
-    matrix. "~1e-16" read as within one order of magnitude: max difference <= 1e-15."""
-    ops = evidence.model().factors
-    core = spectral_metrics(ops)["dir_frac"]
-    diff = 0.0
-    for idx in np.ndindex(*ops.batch_shape):
-        M = ops[idx].dense()
-        dense = np.linalg.norm(M - M.T) / (2 * np.linalg.norm(M))
-        diff = max(diff, abs(float(core[idx]) - dense))
-    claim_record.measure(
-        "max |dir_frac core - dense|",
-        diff,
-        paper="~1e-16",
-        comparison="<= 1e-15",
-        n=int(np.prod(ops.batch_shape)),
-    )
-    assert diff <= 1e-15
-
-
-@pytest.mark.claim(
-    "F5",
-    section="2",
-    statement="dir_frac is a monotone transform of Saponati's score, s = 1 - 2 dir_frac^2.",
-)
-@pytest.mark.evidence("weights", "toy")
-def test_saponati_relation_on_weights(evidence, claim_record):
-    """Every head. Saponati et al.'s score in their paper's [-1, 1] form
-    ``(||M_S||^2 - ||M_A||^2)/||M||^2`` must equal 1 - 2 dir_frac^2 to rounding (<= 1e-12), and
-    ordering heads by dir_frac must reverse their ordering by s (monotone). Their code's score
-    ``||M_S||^2/||M||^2`` equals 1 - dir_frac^2 instead; its distance from 1 - 2 dir_frac^2 is
-    recorded so a reader sees which definition the paper's formula belongs to."""
-    ops = evidence.model().factors
-    df = dir_frac(ops).ravel()
-    signed = saponati_signed_score(ops).ravel()
-    code = saponati_score(ops).ravel()
-    gap = float(np.abs(signed - (1 - 2 * df**2)).max())
-    code_gap = float(np.abs(code - (1 - 2 * df**2)).max())
-    order = np.argsort(df)
-    monotone = bool(np.all(np.diff(signed[order]) <= 1e-15))
-    claim_record.measure(
-        "max |s_signed - (1 - 2 dir_frac^2)|", gap, comparison="<= 1e-12", n=df.size
-    )
-    claim_record.measure("max |s_code - (1 - 2 dir_frac^2)| (code's score)", code_gap)
-    claim_record.measure("s decreasing in dir_frac", monotone)
-    assert gap <= 1e-12 and monotone
+        claim_record.check(
+            "max |diagonal from M - hook| / max|score|",
+            err["diag_rel"],
+            "<=",
+            tol,
+            kind="statement",
+            note=f"(d + k) u = ({d} + {k}) x {u:.2g}",
+        )
+        claim_record.measure("max |diagonal from M - hook|", err["diag_abs"])
+        claim_record.measure("max |rebuilt - hook| / max|score| (full, with rotation)", err["rel"])
+        claim_record.measure("max |rebuilt - hook| (full, with rotation)", err["abs"])
 
 
 @pytest.mark.claim(
@@ -231,13 +519,36 @@ def test_saponati_relation_on_weights(evidence, claim_record):
 )
 @pytest.mark.evidence("weights", "toy", schemes=("rope", "rope-partial"))
 def test_rope_reconstruction_from_frequency_operators(evidence, claim_record):
-    """RoPE models: every head's scores on 32 random tokens (seed 0) rebuilt from its
-    per-frequency operators M_t and frequencies theta_t (biases as an extra input row), against
-    the model's own ``hook_attn_scores``: max absolute difference <= 1e-6 as printed; the
-    relative difference is recorded beside it."""
-    check = frequency_check(evidence.model())
-    claim_record.measure(
-        "max |rebuilt from M_t - hook|", check.max_abs_error, paper=1e-6, comparison="<= 1e-6"
+    """Source (§7): "(Full-score reconstruction from {M_t, theta_t} matches the model to
+    10^-6/10^-2 in fp32/bf16.)"
+
+    Reading: RoPE models, every head's scores on 32 random tokens (seed 0) rebuilt in float64
+    from its per-frequency operators M_t and frequencies theta_t (biases as an extra input
+    row), against the model's ``hook_attn_scores`` (qkcore.analysis.convention
+    .frequency_check). "Matches" is agreement to the model's own rounding, relative to the
+    scores' size (as for the convention check): the model computes in its float type with unit
+    roundoff u.
+
+    Thresholds: statement - max over layers of error / max|score| <= (d + 1 + k) u (gamma_n
+    for the d-term projections plus the bias row, and the k-term score; the float32 sin/cos
+    tables add ~n u with n = 32 positions, far below). Number - max absolute error <= 1e-6
+    (fp32) or 1e-2 (bf16) at its printed precision.
+
+    Premises: none (the evidence marker selects rotary models). Power: not applicable.
+    """
+    model = evidence.model()
+    u = _unit_roundoff(model)
+    d, k = model.factors.d, model.factors.k
+    check = frequency_check(model)
+    claim_record.check(
+        "max |rebuilt from M_t - hook| / max|score|",
+        check.max_rel_error,
+        "<=",
+        (d + 1 + k) * u,
+        kind="statement",
+        note=f"(d + 1 + k) u = ({d} + 1 + {k}) x {u:.2g}",
     )
-    claim_record.measure("max relative error", check.max_rel_error)
-    assert check.max_abs_error <= 1e-6
+    printed = "1e-6" if u < 1e-6 else "1e-2"
+    claim_record.check(
+        "max |rebuilt from M_t - hook|", check.max_abs_error, "<=", printed, kind="number"
+    )
