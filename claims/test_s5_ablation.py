@@ -6,14 +6,26 @@ in induction loss when M_A is removed.
 
 Evidence: the published GPT-2 table, and the non-rotary causal toys (APE, ALiBi; their tables
 carry ``dICL_sym`` / ``dICL_anti`` from the score hooks of :mod:`qkcore.analysis.ablation`, 50
-``[r, r]``
-sequences). The offline pretrained weights cannot bear on §5: the M_S / M_A split of the score
-is defined for non-rotary models (SmolLM2 is RoPE) and MiniLM is not causal. Toy adaptation
-(stated before any toy result was seen): a toy is trained only on its in-context task, so its
-"corpus" loss is the induction loss - S5a reads dICL where GPT-2 has dCE; S5b's circuit part
-is tested on the toy's own prev and induction heads, its "no scalar predicts" part needs a head
-population (8 heads give Spearman rho a standard error of ~0.38) and is recorded, not asserted;
-S5c's layer-clustered CI has 2 clusters on a toy and is not evaluated there.
+``[r, r]`` sequences). The offline pretrained weights cannot bear on §5: the M_S / M_A split of
+the score is defined for non-rotary models (SmolLM2 is RoPE) and MiniLM is not causal.
+
+Toy adaptation (stated before any toy result was seen). A toy is trained only on its in-context
+task (the §10 random-map task), so it has no "general" corpus loss: its only loss is the
+induction loss, and that substitution is what the toy rows test.
+
+- Premise of both toy tests: the toy has the classic circuit the paper's reading presupposes - a
+  layer-0 previous-token head and a last-layer (layer-1) induction head, each with score >= 0.5
+  (the suite's "strong" head, the §10 "strong prev and induction heads" and
+  :func:`qkcore.analysis.circuit.circuit_report`'s classic circuit; GPT-2's 4.11 has prev 0.99
+  and 5.1 ind 0.92). A toy without it is not-applicable, not a refutation.
+- S5a on a toy tests "M_S is more load-bearing than M_A" with the induction loss in place of
+  corpus CE. The bound "killing M_A costs <= 0.02 CE anywhere" is about general CE, which the
+  toy lacks; on the induction loss the paper itself reports the opposite for the circuit heads
+  (S5b: 8x on 5.1), so that bound is recorded on toys, not judged.
+- S5b on a toy tests the circuit part: the head whose M_A removal costs the most induction loss
+  is one of the two measured circuit heads. Its "no spectral scalar predicts" part needs a head
+  population (8 heads give Spearman rho a standard error of ~0.38): recorded, not judged.
+- S5c's layer-clustered CI has 2 clusters on a toy: not evaluated there.
 """
 
 from __future__ import annotations
@@ -21,7 +33,7 @@ from __future__ import annotations
 import pytest
 import scipy.stats
 
-from qkcore.stats.population import partial_rho, partial_rho_ci, rounds_to
+from qkcore.stats.population import head_name, partial_rho, partial_rho_ci
 
 S5A = (
     "GPT-2: sum dCE when M_S is removed = 2.60 vs 0.39 when M_A is removed: M_S 6.7x more "
@@ -31,13 +43,49 @@ S5B = (
     "Removing M_A on induction head 5.1 raises induction loss 8x (0.21 -> 1.77), ~50% on prev "
     "head 4.11; no spectral scalar predicts which heads need M_A (all |rho| <~ 0.1)."
 )
-SPECTRAL = ("dir_frac", "D_head", "imag_mass", "henrici", "content_pos_frac", "cond_eig")
+#: The scalars §5 names: "no spectral scalar (dir_frac, D_head, imag_mass, ||M_A||) predicts
+#: which heads need M_A". ||M_A|| is not a column of the published table (only its share,
+#: dir_frac = ||M_A|| / ||M||, is), so it cannot be judged from it.
+NAMED_SCALARS = ("dir_frac", "D_head", "imag_mass")
+#: Spectral columns the sentence does not name: recorded as separate, labelled findings.
+OTHER_SCALARS = ("henrici", "content_pos_frac", "cond_eig")
+#: "Strong" behaviour score of a circuit head (module docstring).
+STRONG = 0.5
+#: GPT-2's induction loss before any ablation, as §5 prints it (0.21 -> 1.77); the published
+#: table carries only the change, so relative rises are taken against this printed baseline.
+GPT2_INDUCTION_LOSS = 0.21
 
 
 def _head(table, layer: int, head: int):
-    row = table[(table["layer"] == layer) & (table["head"] == head)]
-    assert len(row) == 1, f"head {layer}.{head} not in the table"
-    return row.iloc[0]
+    return table[(table["layer"] == layer) & (table["head"] == head)].iloc[0]
+
+
+def _spearman(table, a: str, b: str) -> float:
+    return float(scipy.stats.spearmanr(table[a], table[b]).statistic)
+
+
+def _circuit(table, claim_record) -> tuple[str, str]:
+    """The toy's classic circuit as premises: its strongest layer-0 prev head and strongest
+    last-layer induction head, each with score >= STRONG. Returns their names."""
+    layer0 = table[table["layer"] == 0]
+    last = table[table["layer"] == table["layer"].max()]
+    prev = layer0.loc[layer0["prev"].idxmax()]
+    ind = last.loc[last["ind"].idxmax()]
+    claim_record.check(
+        f"layer-0 previous-token head ({head_name(prev)}): prev score",
+        float(prev["prev"]),
+        ">=",
+        STRONG,
+        kind="premise",
+    )
+    claim_record.check(
+        f"layer-{int(ind['layer'])} induction head ({head_name(ind)}): ind score",
+        float(ind["ind"]),
+        ">=",
+        STRONG,
+        kind="premise",
+    )
+    return head_name(prev), head_name(ind)
 
 
 @pytest.mark.claim(
@@ -47,20 +95,58 @@ def _head(table, layer: int, head: int):
 )
 @pytest.mark.evidence("paper", models=("gpt2",), columns=("dCE_sym", "dCE_anti"))
 def test_symmetric_part_carries_the_load(evidence, claim_record):
-    """Sums over GPT-2's 144 heads: sum dCE_anti (M_S removed) prints as 2.60, sum dCE_sym (M_A
-    removed) as 0.39, their ratio as 6.7; and max over heads of dCE_sym <= 0.02 (taken
-    literally: "costs <= 0.02 CE anywhere")."""
+    """Source (§5, "Symmetrization ablation"): "Replacing a head's M with M_S (killing M_A) or
+    M_A (killing M_S) and measuring held-out CE, the symmetric part is 6.7x more load-bearing:
+    sum dCE_anti = 2.60 vs sum dCE_sym = 0.39; killing M_A costs <= 0.02 general CE anywhere."
+
+    Reading: sums over GPT-2's 144 heads of dCE_anti (M_S removed) and dCE_sym (M_A removed);
+    "more load-bearing": the first sum exceeds the second; "anywhere": the largest per-head
+    dCE_sym.
+
+    Thresholds: statements - sum dCE_anti - sum dCE_sym > 0; max dCE_sym < 0.025 (the values
+    that print as <= 0.02 at the paper's 2 decimals). Numbers - the sums print as 2.60 and 0.39,
+    their ratio as 6.7. Consistency - 2.60 / 0.39 prints as 6.7.
+
+    Premises: none beyond the published table (GPT-2 is the paper's own model).
+
+    Power: not a test of significance; 144 heads, every one measured.
+    """
     table = evidence.head_table()
     remove_s = float(table["dCE_anti"].sum())
     remove_a = float(table["dCE_sym"].sum())
-    worst = float(table["dCE_sym"].max())
-    claim_record.measure("sum dCE, M_S removed", remove_s, paper=2.60, n=len(table))
-    claim_record.measure("sum dCE, M_A removed", remove_a, paper=0.39, n=len(table))
-    claim_record.measure("ratio", remove_s / remove_a, paper=6.7)
-    claim_record.measure("max dCE, M_A removed", worst, paper=0.02, comparison="<= 0.02")
-    assert rounds_to(remove_s, 2.60, 2) and rounds_to(remove_a, 0.39, 2)
-    assert rounds_to(remove_s / remove_a, 6.7, 1)
-    assert worst <= 0.02, f"removing M_A costs {worst:.4f} CE on some head"
+    worst = table.loc[table["dCE_sym"].idxmax()]
+    n = len(table)
+    claim_record.check(
+        "M_S more load-bearing: sum dCE (M_S removed) - sum dCE (M_A removed)",
+        remove_s - remove_a,
+        ">",
+        0.0,
+        kind="statement",
+        n=n,
+    )
+    claim_record.check(
+        f"largest dCE when M_A is removed (head {head_name(worst)})",
+        float(worst["dCE_sym"]),
+        "<",
+        0.025,
+        kind="statement",
+        paper="<= 0.02",
+        n=n,
+        note="0.025: the values that print as <= 0.02 at 2 decimals",
+    )
+    claim_record.check("sum dCE, M_S removed", remove_s, "==", "2.60", kind="number", n=n)
+    claim_record.check("sum dCE, M_A removed", remove_a, "==", "0.39", kind="number", n=n)
+    claim_record.check("ratio of the sums", remove_s / remove_a, "==", "6.7", kind="number")
+    claim_record.check(
+        "ratio 2.60 / 0.39 from the paper's printed sums",
+        round(2.60 / 0.39, 1),
+        "==",
+        6.7,
+        kind="consistency",
+    )
+    claim_record.measure(
+        "heads with dCE (M_A removed) > 0.02", int((table["dCE_sym"] > 0.02).sum()), n=n
+    )
 
 
 @pytest.mark.claim(
@@ -70,29 +156,130 @@ def test_symmetric_part_carries_the_load(evidence, claim_record):
 )
 @pytest.mark.evidence("paper", models=("gpt2",), columns=("dICL_sym", "dCE_sym"))
 def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
-    """GPT-2 table. Head 5.1: dICL_sym prints as 1.77 - 0.21 = 1.56 within the 0.01 that two
-    2-decimal numbers allow. Head 4.11: dICL_sym / 0.21 (relative rise) within [0.45, 0.55]
-    ("~50%", nearest 10%). Prediction: |Spearman rho| of dCE_sym and of dICL_sym with each
-    spectral metric (dir_frac, D_head, imag_mass, henrici, content_pos_frac, cond_eig) < 0.15
-    (values that print as 0.1 at one decimal)."""
+    """Source (§5): "killing it [M_A] on the canonical induction head 5.1 raises induction loss
+    8x (0.21 -> 1.77; 15x the next-largest effect) and on the previous-token head 4.11 by ~50%.
+    Canonical induction heads 5.5/6.9 show smaller positive effects (+0.03, ranks 7-8 of 144);
+    the top-5 by effect are 5.1, 4.11, 6.7, 3.0, 8.5 [...] with the argmax landing on a
+    canonical induction head [...] no spectral scalar (dir_frac, D_head, imag_mass, ||M_A||)
+    predicts which heads need M_A (all |rho| <~ 0.1)."
+
+    Reading: "need M_A" is the induction-loss effect dICL_sym (the task that "exposes" it);
+    "predicts" is Spearman rho over the 144 heads. The table carries only the change, so rises
+    are taken against the printed baseline 0.21. Only the scalars the sentence names are judged;
+    ||M_A|| is not in the published table (not judged, said in a note). henrici,
+    content_pos_frac and cond_eig are not named: their rho is a separate, labelled finding
+    (measure + note), and rho with dCE_sym is recorded.
+
+    Thresholds: statements - the head with the largest dICL_sym is 5.1; |rho(dICL_sym, m)| <
+    0.15 for m in dir_frac, D_head, imag_mass (values that print as 0.1 at one decimal).
+    Numbers - dICL_sym(5.1) prints within [1.55, 1.57] (1.77 - 0.21, both at 2 decimals); the rise
+    (0.21 + dICL_sym(5.1)) / 0.21 prints as 8; dICL_sym(5.1) over the next-largest prints as 15;
+    dICL_sym(4.11) / 0.21 prints as 0.5 ("~50%", nearest 10%); dICL_sym of 5.5 and 6.9 print
+    as 0.03 and their ranks are 7 and 8. Consistency - 1.77 / 0.21 prints as 8.
+
+    Premises: none beyond the published table.
+
+    Power: 144 heads give rho a standard error of ~0.08, so |rho| < 0.15 can be decided.
+    """
     table = evidence.head_table()
-    rise_51 = float(_head(table, 5, 1)["dICL_sym"])
-    rise_411 = float(_head(table, 4, 11)["dICL_sym"]) / 0.21
-    claim_record.measure(
-        "dICL, M_A removed, head 5.1", rise_51, paper=1.77 - 0.21, comparison="|diff| <= 0.01"
+    effect = table["dICL_sym"]
+    ranked = table.loc[effect.sort_values(ascending=False).index]
+    names = [head_name(r) for _, r in ranked.iterrows()]
+    n = len(table)
+    d51 = float(_head(table, 5, 1)["dICL_sym"])
+    d411 = float(_head(table, 4, 11)["dICL_sym"])
+    claim_record.check(
+        "head with the largest induction-loss effect when M_A is removed",
+        names[0],
+        "==",
+        "5.1",
+        kind="statement",
+        n=n,
     )
-    claim_record.measure(
-        "relative rise, head 4.11", rise_411, paper=0.5, comparison="in [0.45, 0.55]"
+    for metric in NAMED_SCALARS:
+        rho = _spearman(table, "dICL_sym", metric)
+        claim_record.check(f"|rho(dICL_sym, {metric})|", abs(rho), "<", 0.15, kind="statement", n=n)
+    claim_record.note(
+        "||M_A|| (named by §5) is not a column of the published table, only its share dir_frac: "
+        "not judged."
     )
-    worst = 0.0
-    for effect in ("dCE_sym", "dICL_sym"):
-        for metric in SPECTRAL:
-            rho = float(scipy.stats.spearmanr(table[effect], table[metric]).statistic)
-            claim_record.measure(f"rho({effect}, {metric})", rho, comparison="|rho| < 0.15")
-            worst = max(worst, abs(rho))
-    assert abs(rise_51 - 1.56) <= 0.01
-    assert 0.45 <= rise_411 <= 0.55, f"head 4.11 relative rise {rise_411:.3f}"
-    assert worst < 0.15, f"a spectral metric predicts the need for M_A (|rho| = {worst:.3f})"
+    for bound, printed in ((">=", "1.55"), ("<=", "1.57")):
+        claim_record.check(
+            "dICL_sym of head 5.1",
+            d51,
+            bound,
+            printed,
+            kind="number",
+            paper="0.21 -> 1.77",
+            note="1.77 - 0.21 with both printed to 2 decimals lies in [1.55, 1.57]",
+        )
+    claim_record.check(
+        "rise on 5.1: (0.21 + dICL_sym) / 0.21",
+        (GPT2_INDUCTION_LOSS + d51) / GPT2_INDUCTION_LOSS,
+        "==",
+        "8",
+        kind="number",
+    )
+    claim_record.check(
+        "1.77 / 0.21 from the paper's printed losses",
+        round(1.77 / 0.21),
+        "==",
+        8,
+        kind="consistency",
+    )
+    second = float(ranked["dICL_sym"].iloc[1])
+    claim_record.check(
+        f"5.1's effect over the next-largest ({names[1]})",
+        d51 / second,
+        "==",
+        "15",
+        kind="number",
+    )
+    claim_record.check(
+        "relative rise on 4.11: dICL_sym / 0.21",
+        d411 / GPT2_INDUCTION_LOSS,
+        "==",
+        "0.5",
+        kind="number",
+        paper="~50%",
+        note="~50% read to the nearest 10%",
+    )
+    ranks = []
+    for layer, head in ((5, 5), (6, 9)):
+        name = f"{layer}.{head}"
+        claim_record.check(
+            f"dICL_sym of {name}",
+            float(_head(table, layer, head)["dICL_sym"]),
+            "==",
+            "0.03",
+            kind="number",
+        )
+        ranks.append(names.index(name) + 1)
+    for rank, printed in zip(sorted(ranks), ("7", "8"), strict=True):
+        claim_record.check(
+            "ranks of 5.5 and 6.9 by effect (sorted)", rank, "==", printed, kind="number", n=n
+        )
+    claim_record.measure(
+        "top-5 heads by effect", names[:5], paper=["5.1", "4.11", "6.7", "3.0", "8.5"]
+    )
+    claim_record.note(
+        "The top-5 overlap p = 0.014 (hypergeometric, 2 of 5 in the canonical circuit, 144 heads) "
+        "implies a canonical circuit of 6 heads; with the 4 heads §5 names (4.11, 5.1, 5.5, 6.9) "
+        "the same p is 0.0057. Not judged: the paper does not list its canonical set."
+    )
+    for metric in OTHER_SCALARS:
+        rho = _spearman(table, "dICL_sym", metric)
+        claim_record.measure(
+            f"separate finding (not named by §5): rho(dICL_sym, {metric})", rho, n=n
+        )
+        if metric == "henrici":
+            claim_record.note(
+                "Separate finding: henrici non-normality, a spectral scalar the paper defines "
+                "(§3) but does not list in §5's 'no spectral scalar predicts', has rho = "
+                f"{rho:+.3f} with the need for M_A (dICL_sym) over the 144 GPT-2 heads."
+            )
+    for metric in (*NAMED_SCALARS, *OTHER_SCALARS):
+        claim_record.measure(f"rho(dCE_sym, {metric})", _spearman(table, "dCE_sym", metric), n=n)
 
 
 @pytest.mark.claim(
@@ -103,17 +290,33 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
 )
 @pytest.mark.evidence("paper", models=("gpt2",), columns=("prev", "D_head", "dir_frac"))
 def test_d_head_does_not_beat_dir_frac(evidence, claim_record):
-    """Partial Spearman (OLS residuals on dir_frac) prints as -0.21; the 95% layer-clustered
-    bootstrap CI (2000 resamples, seed 0) contains 0, and each endpoint lies within 0.05 of the
-    printed one (a different bootstrap draw moves endpoints by ~0.02)."""
+    """Source (§5, "Incremental validity"): "the complex refinement adds no reliable positive
+    increment on GPT-2: partial rho(D_head, prev | dir_frac) = -0.21 (layer-clustered 95% CI
+    [-0.51, +0.08] - the point estimate is negative but not reliably so".
+
+    Reading: partial Spearman of D_head and prev given dir_frac over the 144 heads (OLS
+    residuals); its 95% layer-clustered bootstrap CI (2000 resamples of whole layers, seed 0).
+
+    Thresholds: statements - "no reliable positive increment": CI lower end < 0; "not reliably
+    [negative]": CI upper end > 0. Number - the partial prints as -0.21. The printed CI
+    endpoints are recorded beside ours, not checked: a bootstrap endpoint is a Monte Carlo draw
+    whose own error (~0.02 between draws) exceeds the printed precision.
+
+    Premises: none beyond the published table.
+
+    Power: the statement is that the CI reaches 0; 12 layer clusters.
+    """
     table = evidence.head_table()
     result = partial_rho(table, "D_head", "prev", ["dir_frac"])
     lo, hi = partial_rho_ci(table, "D_head", "prev", ["dir_frac"])
-    claim_record.measure("partial rho", result.rho, paper=-0.21, n=result.n)
-    claim_record.measure("95% CI", [lo, hi], paper=[-0.51, 0.08], comparison="contains 0")
-    assert rounds_to(result.rho, -0.21, 2)
-    assert lo < 0 < hi
-    assert abs(lo + 0.51) <= 0.05 and abs(hi - 0.08) <= 0.05, f"CI [{lo:.3f}, {hi:.3f}]"
+    claim_record.check(
+        "no reliable positive increment: 95% CI lower end", lo, "<", 0.0, kind="statement"
+    )
+    claim_record.check("not reliably negative: 95% CI upper end", hi, ">", 0.0, kind="statement")
+    claim_record.check(
+        "partial rho(D_head, prev | dir_frac)", result.rho, "==", "-0.21", kind="number", n=result.n
+    )
+    claim_record.measure("95% layer-clustered CI", [lo, hi], paper=[-0.51, 0.08])
 
 
 NON_ROTARY = ("ape", "alibi")
@@ -126,18 +329,41 @@ NON_ROTARY = ("ape", "alibi")
 )
 @pytest.mark.evidence("toy", schemes=NON_ROTARY)
 def test_symmetric_part_carries_the_load_on_toys(evidence, claim_record):
-    """Toy form: over the 8 heads, sum dICL_anti (M_S removed) > sum dICL_sym (M_A removed)
-    (M_S more load-bearing; the ratio recorded against 6.7), and max dICL_sym <= 0.02 nats."""
+    """Source: as the GPT-2 test (§5, "the symmetric part is 6.7x more load-bearing ...").
+
+    Reading (toy adaptation, module docstring): the toy's induction loss stands in for corpus
+    CE; sums over its 8 heads of dICL_anti (M_S removed) and dICL_sym (M_A removed).
+
+    Thresholds: statement - sum dICL_anti - sum dICL_sym > 0. The ratio (paper 6.7) and the
+    largest dICL_sym (paper's bound <= 0.02 is on general CE, which the toy lacks) are recorded.
+
+    Premises: the classic circuit - a layer-0 prev head and a layer-1 induction head, each with
+    score >= 0.5 (without it the induction loss is not the toy's competence).
+
+    Power: every head measured; one seed per row (the plugin judges seeds as a population).
+    """
     table = evidence.head_table()
+    _circuit(table, claim_record)
     remove_s = float(table["dICL_anti"].sum())
     remove_a = float(table["dICL_sym"].sum())
-    worst = float(table["dICL_sym"].max())
-    claim_record.measure("sum dICL, M_S removed", remove_s, n=len(table))
-    claim_record.measure("sum dICL, M_A removed", remove_a, n=len(table))
-    claim_record.measure("ratio", remove_s / remove_a if remove_a else float("inf"), paper=6.7)
-    claim_record.measure("max dICL, M_A removed", worst, paper=0.02, comparison="<= 0.02")
-    assert remove_s > remove_a
-    assert worst <= 0.02, f"removing M_A costs {worst:.4f} nats on some head"
+    worst = table.loc[table["dICL_sym"].idxmax()]
+    claim_record.check(
+        "M_S more load-bearing: sum dICL (M_S removed) - sum dICL (M_A removed)",
+        remove_s - remove_a,
+        ">",
+        0.0,
+        kind="statement",
+        n=len(table),
+    )
+    claim_record.measure(
+        "ratio of the sums", remove_s / remove_a if remove_a else float("inf"), paper=6.7
+    )
+    claim_record.measure(
+        f"largest dICL when M_A is removed (head {head_name(worst)}; not judged: the paper's "
+        "<= 0.02 bound is on general CE)",
+        float(worst["dICL_sym"]),
+        paper=0.02,
+    )
 
 
 @pytest.mark.claim(
@@ -147,20 +373,38 @@ def test_symmetric_part_carries_the_load_on_toys(evidence, claim_record):
 )
 @pytest.mark.evidence("toy", schemes=NON_ROTARY)
 def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim_record):
-    """Toy form: the head whose M_A matters most (largest dICL_sym) is the induction head
-    (largest ind, layer 1) or the previous-token head (largest prev, layer 0) - M_A is needed
-    in the circuit; Spearman(dICL_sym, spectral metric) recorded for each metric."""
+    """Source: as the GPT-2 test (§5: M_A is "causally essential" for the circuit heads, "the
+    argmax landing on a canonical induction head"; contributions: "M_A is causally critical
+    only for the canonical induction/previous-token circuit").
+
+    Reading (toy adaptation, module docstring): the circuit is measured, not assumed - the
+    toy's strongest layer-0 prev head and strongest layer-1 induction head.
+
+    Thresholds: statement - the head with the largest dICL_sym (M_A removed) is one of those
+    two. Spearman(dICL_sym, scalar) is recorded for every scalar, not judged (8 heads).
+
+    Premises: each circuit head's score >= 0.5 (a toy without the classic circuit has no
+    "canonical circuit" for the statement to name).
+
+    Power: every head measured; one seed per row.
+    """
     table = evidence.head_table()
-    top = _head(table, *table.loc[table["dICL_sym"].idxmax(), ["layer", "head"]].astype(int))
-    layer1 = table[table["layer"] == table["layer"].max()]
-    layer0 = table[table["layer"] == 0]
-    induction = layer1.loc[layer1["ind"].idxmax()]
-    prev = layer0.loc[layer0["prev"].idxmax()]
-    name = f"{int(top['layer'])}.{int(top['head'])}"
-    circuit = {f"{int(r['layer'])}.{int(r['head'])}" for r in (induction, prev)}
-    claim_record.measure("head with the largest dICL_sym", name, comparison=f"in {sorted(circuit)}")
-    claim_record.measure("its dICL_sym", float(top["dICL_sym"]))
-    for metric in SPECTRAL:
-        rho = float(scipy.stats.spearmanr(table["dICL_sym"], table[metric]).statistic)
-        claim_record.measure(f"rho(dICL_sym, {metric}) (not asserted: 8 heads)", rho)
-    assert name in circuit
+    circuit = _circuit(table, claim_record)
+    top = table.loc[table["dICL_sym"].idxmax()]
+    claim_record.check(
+        "head with the largest induction-loss effect when M_A is removed, in the circuit "
+        f"{{prev {circuit[0]}, induction {circuit[1]}}}",
+        head_name(top) in circuit,
+        "==",
+        True,
+        kind="statement",
+        note=f"argmax head {head_name(top)}",
+    )
+    claim_record.measure(f"its dICL_sym (head {head_name(top)})", float(top["dICL_sym"]))
+    claim_record.measure("induction loss before ablation", table.attrs.get("induction_loss"))
+    for metric in (*NAMED_SCALARS, *OTHER_SCALARS):
+        claim_record.measure(
+            f"rho(dICL_sym, {metric}) (not judged: 8 heads)",
+            _spearman(table, "dICL_sym", metric),
+            n=len(table),
+        )
