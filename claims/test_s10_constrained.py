@@ -10,13 +10,25 @@ Evidence, both as ``{arm: [GridRun]}`` (:mod:`qkcore.analysis.gridruns`):
   ``--toy-grid`` (``--toy-grid-seeds N`` for another n, recorded in the id).
 
 Formation step: first eval with ce_pred below (ln 64 + 0.15)/2
-(:func:`qkcore.stats.formation.formation_step`); a run that never forms counts as formed after its
-cap (inf: it ranks last; rank statistics stay exact). Spreads are sample standard deviations
-(ddof = 1). The paper's printed numbers are of its scale; on toys the claims are tested in the
-form that does not depend on scale (stated per test), and the numbers are recorded beside them.
+(:func:`qkcore.stats.formation.formation_step`). A run that never forms is censored at its cap:
+it counts as formed one eval interval after its last eval (:func:`_censored`), so it ranks after
+every run that formed, censored runs tie with each other, and means and shifts computed with it
+are lower bounds. Spreads are sample standard deviations (ddof = 1).
+
+Quantities as the paper's §10 names them: the "Im share" is the penalized quantity
+``sum_t ||Im M_t||^2 / sum_t (||Re||^2 + ||Im||^2)`` averaged over heads - the logged penalty term
+(``penalty``, unweighted by lambda) - not ``rope_imag_frac`` (a ratio of unsquared norms, which
+the paper reports separately: 0.005 for the re-formed prev head of the Im arm). ``dir_frac`` is
+``||M_A||_F / ||M||_F`` per head; the sym penalty is the head mean of its square.
+
+The paper's printed numbers are of its scale: they are ``number`` checks on the paper's evidence
+and measurements (recorded beside the paper's value) on toys, where the claims are judged in
+the form that does not depend on scale (stated per test).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -25,34 +37,108 @@ from qkcore.stats.inference import (
     benjamini_hochberg,
     hodges_lehmann_shift,
     mann_whitney_permutation,
+    rank_biserial,
 )
-from qkcore.stats.population import rounds_to
+from qkcore.stats.printed import as_printed
 
-# arm: (mean, sd) of formation steps as printed
+ARMS = ("ape-free", "rope-free", "rope-imag", "rope-sym", "ape-sym")
+# arm: (mean, sd) of formation steps as printed (§10 text, "600 +- 0" ... "1740 +- 241")
 S10B = {
-    "ape-free": (600, 0),
-    "rope-free": (940, 55),
-    "rope-imag": (1280, 164),
-    "rope-sym": (1560, 167),
-    "ape-sym": (1740, 241),
+    "ape-free": ("600", "0"),
+    "rope-free": ("940", "55"),
+    "rope-imag": ("1280", "164"),
+    "rope-sym": ("1560", "167"),
+    "ape-sym": ("1740", "241"),
 }
-# The four pre-registered contrasts, as this suite reads them: (slower arm, faster arm).
-CONTRASTS = (
-    ("ape-sym", "ape-free"),
-    ("rope-sym", "rope-free"),
-    ("rope-imag", "rope-free"),
-    ("rope-free", "ape-free"),
+# The four pre-registered contrasts in the paper's table order: label, (slower arm, faster
+# arm), printed p, printed q_BH, printed rank-biserial, printed Hodges-Lehmann shift.
+TABLE = (
+    ("P1", ("rope-free", "ape-free"), "0.0040", "0.016", "1.00", "300"),
+    ("P3", ("ape-sym", "ape-free"), "0.0040", "0.008", "1.00", "1200"),
+    ("P4", ("rope-sym", "rope-free"), "0.0040", "0.005", "1.00", "600"),
+    ("P2", ("rope-imag", "rope-free"), "0.0079", "0.008", "0.92", "400"),
 )
-PRINTED_P = (0.0040, 0.0040, 0.0040, 0.0079)
-PRINTED_Q = (0.016, 0.008, 0.005, 0.008)
+#: FDR level of the pre-registered contrasts (the plan fixes BH over the four, no other level).
+ALPHA = 0.05
+#: The plan's minimum number of seeds per cell ("... within scheme, >= 3 seeds").
+MIN_RUNS = 3
+#: "Strong" prev / induction head: the head puts most of its attention on its target.
+STRONG = 0.5
+#: "Enforce hard": the banned component carries at most 1% of the squared operator mass (an
+#: unconstrained random operator carries 0.5 of it).
+HARD_SHARE = 0.01
 
 
 def _is_toy(evidence_set) -> bool:
     return evidence_set.evidence_id.startswith("toy:")
 
 
+def _censored(runs) -> np.ndarray:
+    """Formation steps, a run that never formed censored one eval interval after its cap.
+
+    A finite stand-in for ``inf``: ``inf - inf`` is NaN, which rank statistics built on pairwise
+    differences would count as neither a win nor a tie; at ``cap + interval`` censored runs rank
+    last and tie with each other, as censoring means."""
+    out = []
+    for run in runs:
+        if math.isfinite(run.formation):
+            out.append(float(run.formation))
+        else:
+            interval = float(run.steps[-1] - run.steps[-2]) if len(run.steps) > 1 else 1.0
+            out.append(float(run.steps[-1]) + interval)
+    return np.array(out)
+
+
 def _formation(cells: dict) -> dict[str, np.ndarray]:
-    return {arm: np.array([run.formation for run in runs]) for arm, runs in cells.items()}
+    return {arm: _censored(runs) for arm, runs in cells.items()}
+
+
+def _n_formed(runs) -> int:
+    return sum(math.isfinite(r.formation) for r in runs)
+
+
+def _smallest_p(n_x: int, n_y: int) -> float:
+    """Smallest attainable one-sided exact Mann-Whitney p: 1 / C(n_x + n_y, n_x)."""
+    return 1.0 / math.comb(n_x + n_y, n_x) if n_x and n_y else 1.0
+
+
+def _consistency(claim_record, name: str, recomputed: float, printed: str, note: str = "") -> bool:
+    """A printed derived number against its recomputation from the paper's printed inputs, both
+    at the printed digits (the number-check rounding rule, :mod:`qkcore.stats.printed`)."""
+    return claim_record.check(
+        name,
+        float(as_printed(recomputed, printed)),
+        "==",
+        float(printed),
+        kind="consistency",
+        paper=printed,
+        note=f"recomputed {recomputed:.6g}" + (f"; {note}" if note else ""),
+    )
+
+
+def _contrasts(formation: dict[str, np.ndarray]) -> tuple[list[float], np.ndarray]:
+    """Exact one-sided Mann-Whitney p of each pre-registered contrast (TABLE order) and their
+    BH q-values over the four."""
+    p_values = [mann_whitney_permutation(formation[s], formation[f])[1] for _, (s, f), *_ in TABLE]
+    return p_values, benjamini_hochberg(p_values)
+
+
+def _prev_mean(runs, column: str, seeds) -> float:
+    """Mean of the prev head's ``column`` over the runs whose seed is in ``seeds``."""
+    values = [r.heads[r.prev_head][column] for r in runs if r.seed in seeds]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def _arms_present(cells: dict, claim_record, arms=ARMS) -> bool:
+    missing = [arm for arm in arms if not cells.get(arm)]
+    return claim_record.check(
+        "main cells with runs (of the grid's five)",
+        len(arms) - len(missing),
+        "==",
+        len(arms),
+        kind="premise",
+        note=f"missing: {missing}" if missing else "",
+    )
 
 
 @pytest.mark.claim(
@@ -64,53 +150,145 @@ def _formation(cells: dict) -> dict[str, np.ndarray]:
 )
 @pytest.mark.evidence_set("paper", "toy-grid")
 def test_formation_costs(evidence_set, claim_record):
-    """Contrasts (slower > faster): APE sym > APE free, RoPE sym > RoPE free, RoPE Im-sup > RoPE
-    free, RoPE free > APE free; exact one-sided Mann-Whitney by full enumeration (ties on the
-    eval grid handled exactly), Benjamini-Hochberg over the four.
+    """Source: §10, "P1 (free base rates) holds: APE forms fastest (600 +- 0 steps), RoPE free at
+    940 +- 55"; "suppressing the phase to zero delays formation only ~1.4x"; "(600 -> 1740 +- 241,
+    2.9x)"; "RoPE+sym delays 1.66x"; table tab:intervention (P1 RoPE free > APE free, P3 APE
+    sym > APE free, P4 RoPE sym > RoPE free, P2 RoPE Im-sup > RoPE free: p
+    0.0040/0.0040/0.0040/0.0079, q_BH 0.016/0.008/0.005/0.008, rank-biserial
+    +1.00/+1.00/+1.00/+0.92, HL +300/+1200/+600/+400) and its caption "Every constraint delays
+    formation significantly; none blocks it."; abstract "four pre-registered contrasts,
+    q_BH <= 0.016". INTERVENTION_PLAN §2/§5: primary outcome the formation step, constraint vs
+    free within scheme, >= 3 seeds, BH-FDR over the 4 contrasts.
 
-    Paper: per main cell, mean and sd of formation steps print as the paper's integers; the
-    sorted p-values print as the paper's (4 decimals); the BH q-values of those four p, listed
-    in the same order, print as the paper's (3 decimals).
-    Toy (scale-free form): every contrast holds at q_BH <= 0.05 (each constraint costs search
-    time, and RoPE costs more than APE); the paper's numbers are recorded beside the toy's."""
+    Reading: each pre-registered contrast is a one-sided exact Mann-Whitney test (slower arm >
+    faster arm; full enumeration, ties on the eval grid exact), BH over the four; the statement
+    is that each contrast is significant at the pre-registered FDR level.
+
+    Thresholds: statement - q_BH <= 0.05 for each of the four contrasts (the plan names BH-FDR but
+    no level; 0.05 is the conventional one; the paper's own summary is q <= 0.016). Numbers
+    (paper evidence only) - per cell, mean and sd print as the paper's integers; each contrast's
+    p prints as the paper's (4 decimals), its rank-biserial as the paper's (2 decimals), its HL
+    shift (median pairwise difference, slower - faster) equals the paper's integer (P3's +1200 is
+    S10c's); the largest q_BH is at most the abstract's printed bound 0.016 (after rounding).
+    Consistency - each printed q_BH against BH recomputed from the four printed p (3
+    decimals); the printed ratios ~1.4x and 1.66x against the printed means.
+
+    Premises: all five main cells present; in each arm of a contrast at least 3 runs (the plan's
+    minimum seeds per cell) formed, so the contrast is about formation speed, not about blocking.
+
+    Power: the smallest attainable exact one-sided p, 1 / C(n_x + n_y, n_x) (1/252 at 5 vs 5),
+    is <= 0.05 (if all four p sit there, so does every q)."""
     cells = evidence_set.grid()
-    formation = _formation(cells)
     toy = _is_toy(evidence_set)
-    ok_cells = True
-    for arm, (mean, sd) in S10B.items():
-        steps = formation.get(arm, np.array([]))
-        m = float(np.mean(steps)) if steps.size else float("nan")
-        s = float(np.std(steps, ddof=1)) if steps.size > 1 and np.isfinite(steps).all() else m
-        claim_record.measure(f"{arm}: mean formation step", m, paper=mean, n=steps.size)
-        claim_record.measure(f"{arm}: sd", s, paper=sd)
-        claim_record.measure(f"{arm}: formation steps (inf: never formed)", steps.tolist())
-        ok_cells &= rounds_to(m, mean, 0) and rounds_to(s, sd, 0)
-        shown = np.where(np.isfinite(steps), steps, np.nan)
-        claim_record.plot(
-            "formation step by arm", "runs", arm, shown, kind="strip", ylabel="formation step"
-        )
-    p_values = []
-    for slow, fast in CONTRASTS:
-        _, p = mann_whitney_permutation(formation[slow], formation[fast])
-        p_values.append(p)
-        claim_record.measure(f"p({slow} > {fast})", p, comparison="one-sided exact")
-    q_values = benjamini_hochberg(p_values)
-    if toy:
-        claim_record.measure(
-            "q_BH per contrast", list(q_values), paper=list(PRINTED_Q), comparison="<= 0.05"
-        )
-        assert (q_values <= 0.05).all(), dict(zip(CONTRASTS, np.round(q_values, 4), strict=True))
+    if not _arms_present(cells, claim_record):
         return
-    order = np.argsort(p_values, kind="stable")
-    p_sorted = [p_values[i] for i in order]
-    q_sorted = list(q_values[order])
-    claim_record.measure("sorted p", p_sorted, paper=list(PRINTED_P))
-    claim_record.measure("BH q in that order", q_sorted, paper=list(PRINTED_Q))
-    assert ok_cells, "a cell's mean or sd does not print as the paper's"
-    assert all(rounds_to(p, pp, 4) for p, pp in zip(p_sorted, PRINTED_P, strict=True)), p_sorted
-    assert all(rounds_to(q, pq, 3) for q, pq in zip(q_sorted, PRINTED_Q, strict=True)), (
-        f"BH q = {np.round(q_sorted, 4).tolist()}, printed {PRINTED_Q}"
-    )
+    formation = _formation(cells)
+    for arm in ARMS:
+        runs = cells[arm]
+        steps = formation[arm]
+        mean = float(np.mean(steps))
+        sd = float(np.std(steps, ddof=1)) if steps.size > 1 else float("nan")
+        printed_mean, printed_sd = S10B[arm]
+        claim_record.measure(
+            f"{arm}: formation steps (censored runs at cap + one eval)",
+            steps.tolist(),
+            n=steps.size,
+        )
+        claim_record.measure(f"{arm}: runs that formed", _n_formed(runs), n=len(runs))
+        if toy:
+            claim_record.measure(f"{arm}: mean formation step", mean, paper=int(printed_mean))
+            claim_record.measure(f"{arm}: sd", sd, paper=int(printed_sd))
+        else:
+            claim_record.check(
+                f"{arm}: mean formation step", mean, "==", printed_mean, kind="number", n=steps.size
+            )
+            claim_record.check(f"{arm}: sd formation step", sd, "==", printed_sd, kind="number")
+        claim_record.plot(
+            "formation step by arm", "runs", arm, steps, kind="strip", ylabel="formation step"
+        )
+    for printed, (slow, fast) in (
+        ("1.4", ("rope-imag", "rope-free")),
+        ("1.66", ("rope-sym", "rope-free")),
+    ):
+        ratio = int(S10B[slow][0]) / int(S10B[fast][0])
+        name = f"printed {printed}x against printed means {slow} / {fast}"
+        _consistency(claim_record, name, ratio, printed)
+        claim_record.measure(
+            f"mean ratio {slow} / {fast}", float(formation[slow].mean() / formation[fast].mean())
+        )
+
+    for label, (slow, fast), *_ in TABLE:
+        x, y = formation[slow], formation[fast]
+        claim_record.check(
+            f"{label}: runs formed in the slower arm ({slow})",
+            _n_formed(cells[slow]),
+            ">=",
+            MIN_RUNS,
+            kind="premise",
+            n=len(cells[slow]),
+        )
+        claim_record.check(
+            f"{label}: runs formed in the faster arm ({fast})",
+            _n_formed(cells[fast]),
+            ">=",
+            MIN_RUNS,
+            kind="premise",
+            n=len(cells[fast]),
+        )
+        claim_record.check(
+            f"{label}: smallest attainable p ({x.size} vs {y.size})",
+            _smallest_p(x.size, y.size),
+            "<=",
+            ALPHA,
+            kind="power",
+        )
+    p_values, q_values = _contrasts(formation)
+    printed_q_from_p = benjamini_hochberg([float(row[2]) for row in TABLE])
+    for (label, (slow, fast), p_paper, q_paper, r_paper, hl_paper), p, q, q_from_paper in zip(
+        TABLE, p_values, q_values, printed_q_from_p, strict=True
+    ):
+        x, y = formation[slow], formation[fast]
+        r = rank_biserial(x, y)
+        hl = hodges_lehmann_shift(y, x)
+        claim_record.check(
+            f"{label} {slow} > {fast}: q_BH",
+            float(q),
+            "<=",
+            ALPHA,
+            kind="statement",
+            paper=float(q_paper),
+            n=x.size + y.size,
+            note=f"exact one-sided p = {p:.4g}",
+        )
+        _consistency(
+            claim_record,
+            f"{label}: printed q_BH against BH of the four printed p",
+            float(q_from_paper),
+            q_paper,
+            note="BH q is the cumulative minimum of p * m / rank from the largest p down",
+        )
+        if toy:
+            claim_record.measure(f"{label}: exact one-sided p", p, paper=float(p_paper))
+            claim_record.measure(f"{label}: rank-biserial", r, paper=float(r_paper))
+            claim_record.measure(f"{label}: HL shift", hl, paper=int(hl_paper), unit="steps")
+            continue
+        ties = int((x[:, None] == y[None, :]).sum())
+        claim_record.check(
+            f"{label}: exact one-sided p",
+            p,
+            "==",
+            p_paper,
+            kind="number",
+            note=f"exact conditional (permutation) p; {ties} tied cross-arm pairs count 1/2",
+        )
+        claim_record.check(f"{label}: rank-biserial", r, "==", r_paper, kind="number")
+        if label == "P3":  # its +1200 is S10c's number
+            claim_record.measure(f"{label}: HL shift", hl, paper=int(hl_paper), unit="steps")
+        else:
+            claim_record.check(f"{label}: HL shift (steps)", hl, "==", hl_paper, kind="number")
+    if not toy:
+        largest = float(max(q_values))
+        claim_record.check("largest q_BH (abstract's bound)", largest, "<=", "0.016", kind="number")
 
 
 @pytest.mark.claim(
@@ -120,23 +298,79 @@ def test_formation_costs(evidence_set, claim_record):
 )
 @pytest.mark.evidence_set("paper", "toy-grid")
 def test_symmetry_costs_ape(evidence_set, claim_record):
-    """Paper: the ratio of mean formation steps APE sym / APE free prints as 2.9 (1 decimal);
-    the Hodges-Lehmann shift (median of pairwise differences sym - free) equals +1200 (an
-    integer on the 100-step grid: exact).
-    Toy (scale-free form): the delay exists - Hodges-Lehmann shift > 0 and the exact one-sided
-    Mann-Whitney p <= 0.05; ratio and shift recorded against the paper's."""
-    formation = _formation(evidence_set.grid())
-    ratio = float(formation["ape-sym"].mean() / formation["ape-free"].mean())
-    shift = hodges_lehmann_shift(formation["ape-free"], formation["ape-sym"])
-    claim_record.measure("mean ratio APE sym / free", ratio, paper=2.9)
-    claim_record.measure("Hodges-Lehmann shift", shift, paper=1200, unit="steps")
-    if _is_toy(evidence_set):
-        _, p = mann_whitney_permutation(formation["ape-sym"], formation["ape-free"])
-        claim_record.measure("p(APE sym > APE free)", p, comparison="<= 0.05")
-        assert shift > 0 and p <= 0.05, (shift, p)
+    """Source: §10, "P3 is falsified in the opposite direction, our largest surprise: forcing
+    symmetry on APE is the costliest constraint in the grid (600 -> 1740 +- 241, 2.9x)"; table
+    tab:intervention, row P3 "APE sym-M > APE free ... +1200 steps (2.9x)"; abstract "imposing
+    symmetry slows learned-absolute models by a factor of 2.9".
+
+    Reading: the delay is the formation-step shift of APE sym over APE free; "costliest" compares
+    each constraint's slow-down within its own scheme (ratio of mean formation steps, constrained
+    / free: APE sym / APE free, RoPE sym / RoPE free, RoPE Im-sup / RoPE free).
+
+    Thresholds: statements - the one-sided exact Mann-Whitney test of APE sym > APE free, BH
+    over the plan's four pre-registered contrasts (as S10b), q_BH <= 0.05;
+    the APE-sym ratio exceeds both RoPE constraints' ratios. Numbers (paper evidence only) - the
+    ratio of measured means prints as 2.9 (1 decimal); the Hodges-Lehmann shift (median of the
+    pairwise differences sym - free) equals +1200 (an integer on the 100-step grid). Consistency
+    - 2.9 against the printed means 1740 / 600.
+
+    Premises: all five main cells present; at least 3 runs formed in APE sym and in APE free
+    (the plan's minimum per cell), so the delay is a formation delay, not a block.
+
+    Power: the smallest attainable exact one-sided p, 1 / C(10, 5) = 1/252 at 5 vs 5, <= 0.05."""
+    cells = evidence_set.grid()
+    if not _arms_present(cells, claim_record):
         return
-    assert rounds_to(ratio, 2.9, 1)
-    assert shift == 1200
+    formation = _formation(cells)
+    sym, free = formation["ape-sym"], formation["ape-free"]
+    for arm in ("ape-sym", "ape-free"):
+        claim_record.check(
+            f"runs formed in {arm}",
+            _n_formed(cells[arm]),
+            ">=",
+            MIN_RUNS,
+            kind="premise",
+            n=len(cells[arm]),
+        )
+    claim_record.check(
+        f"smallest attainable p ({sym.size} vs {free.size})",
+        _smallest_p(sym.size, free.size),
+        "<=",
+        ALPHA,
+        kind="power",
+    )
+    ratio = float(sym.mean() / free.mean())
+    shift = hodges_lehmann_shift(free, sym)
+    p_values, q_values = _contrasts(formation)
+    row = [label for label, *_ in TABLE].index("P3")
+    claim_record.check(
+        "q_BH(APE sym > APE free), exact one-sided, BH over the four contrasts",
+        float(q_values[row]),
+        "<=",
+        ALPHA,
+        kind="statement",
+        n=sym.size + free.size,
+        note=f"p = {p_values[row]:.4g}; Hodges-Lehmann shift {shift:+.0f} steps",
+    )
+    others = {
+        "rope-sym": float(formation["rope-sym"].mean() / formation["rope-free"].mean()),
+        "rope-imag": float(formation["rope-imag"].mean() / formation["rope-free"].mean()),
+    }
+    claim_record.check(
+        "costliest: APE sym ratio over the larger RoPE constraint ratio",
+        ratio,
+        ">",
+        max(others.values()),
+        kind="statement",
+        note=f"RoPE sym {others['rope-sym']:.3g}, RoPE Im-sup {others['rope-imag']:.3g}",
+    )
+    _consistency(claim_record, "printed 2.9x against printed means 1740 / 600", 1740 / 600, "2.9")
+    if _is_toy(evidence_set):
+        claim_record.measure("mean ratio APE sym / free", ratio, paper=2.9)
+        claim_record.measure("Hodges-Lehmann shift", shift, paper=1200, unit="steps")
+        return
+    claim_record.check("mean ratio APE sym / free", ratio, "==", "2.9", kind="number")
+    claim_record.check("Hodges-Lehmann shift (steps)", shift, "==", "1200", kind="number")
 
 
 @pytest.mark.claim(
@@ -147,58 +381,128 @@ def test_symmetry_costs_ape(evidence_set, claim_record):
 )
 @pytest.mark.evidence_set("paper", "toy-grid")
 def test_every_arm_reroutes(evidence_set, claim_record):
-    """Every main-cell run at its final eval: ce_pred within 0.05 nats of the best final ce_pred
-    of any free run ("the task floor" read as what unconstrained training reaches);
-    prev_best >= 0.5 and ind_best >= 0.5 ("strong": the head puts most of its attention there).
-    Penalties: in Im-suppressed runs every head's rope_imag_frac <= 0.0005 (prints as 0.000);
-    in sym runs the largest head dir_frac lies in [0.0035, 0.0065] (prints within
-    0.004-0.006). Same thresholds on toys (none depends on the model's size)."""
+    """Source: §10, "Both penalties enforce hard (final Im share 0.000; dir_frac 0.004-0.006) and
+    no arm loses final capability (all reach the task floor with strong prev and induction
+    heads)"; and, of the Im arm, "the circuit reroutes --- the prev head re-forms with
+    rope_imag_frac = 0.005".
+
+    Reading: "the task floor" is what unconstrained training reaches: the best final ce_pred of
+    any free run. "Strong" heads: a head puts most of its attention on its target. "Enforce
+    hard": the penalized quantity (per run, the head mean of the banned share, the logged
+    penalty term) is driven to a small fraction of the operator. "Im share" is that logged
+    quantity for the Im arm. The printed dir_frac range is read as the range of the sym arms'
+    prev heads' dir_frac (both schemes, one value per run): the only heads whose dir_frac §10
+    reports (the RoPE-sym prev head's "0.004-0.005"; fig:intervention (c), "dir_frac ~ 0"); the
+    text names no head set and prints no bound, so its endpoints are two printed numbers. Every
+    other head's final dir_frac is recorded as a finding. "The prev head re-forms with
+    rope_imag_frac = 0.005": the mean over the Im arm's runs of the prev head's rope_imag_frac.
+
+    Thresholds: statements, every main-cell run at its final eval - ce_pred <= free floor + 0.05
+    nats; the largest prev score and the largest induction score >= 0.5; in constrained runs the
+    final penalized share <= 0.01 (1% of the squared operator mass; a random operator carries
+    0.5). Numbers (paper evidence only) - the largest final Im share over Im runs prints as
+    0.000; the smallest and largest sym prev-head dir_frac print as 0.004 and 0.006; the Im
+    arm's mean prev-head rope_imag_frac prints as 0.005. Same statement thresholds on toys (none
+    depends on the model's size).
+
+    Premises: all five main cells present. Power: not applicable (no test; every run must hold)."""
     cells = evidence_set.grid()
-    floor = min(
-        r.final_ce_pred for arm, runs in cells.items() if arm.endswith("free") for r in runs
-    )
-    failures = []
-    for arm, runs in sorted(cells.items()):
+    toy = _is_toy(evidence_set)
+    if not _arms_present(cells, claim_record):
+        return
+    floor = min(r.final_ce_pred for arm in ("ape-free", "rope-free") for r in cells[arm])
+    claim_record.measure("task floor: best final ce_pred of a free run", floor)
+    for arm in ARMS:
+        runs = cells[arm]
         worst_ce = max(r.final_ce_pred for r in runs)
         weakest_prev = min(float(r.prev_all.max()) for r in runs)
         weakest_ind = min(float(r.ind_all.max()) for r in runs)
-        claim_record.measure(
-            f"{arm}: worst final ce_pred",
+        claim_record.check(
+            f"{arm}: worst final ce_pred (floor + 0.05)",
             worst_ce,
-            comparison=f"<= {floor + 0.05:.3f}",
+            "<=",
+            floor + 0.05,
+            kind="statement",
             n=len(runs),
         )
-        claim_record.measure(
-            f"{arm}: weakest prev_best / ind_best", [weakest_prev, weakest_ind], comparison=">= 0.5"
+        claim_record.check(
+            f"{arm}: weakest prev head (best prev score)",
+            weakest_prev,
+            ">=",
+            STRONG,
+            kind="statement",
+            n=len(runs),
         )
-        if worst_ce > floor + 0.05 or weakest_prev < 0.5 or weakest_ind < 0.5:
-            failures.append(arm)
+        claim_record.check(
+            f"{arm}: weakest induction head (best ind score)",
+            weakest_ind,
+            ">=",
+            STRONG,
+            kind="statement",
+            n=len(runs),
+        )
+        if arm.endswith("free"):
+            continue
+        share = max(r.penalty for r in runs)
+        name = "Im share" if arm.endswith("imag") else "sym share ||M_A||^2/||M||^2"
+        claim_record.check(
+            f"{arm}: largest final {name} (head mean, logged penalty term)",
+            share,
+            "<=",
+            HARD_SHARE,
+            kind="statement",
+            n=len(runs),
+        )
         if arm.endswith("imag"):
-            im = max(h["rope_imag_frac"] for r in runs for h in r.heads)
+            rif = float(np.mean([r.heads[r.prev_head]["rope_imag_frac"] for r in runs]))
+            every = [h["rope_imag_frac"] for r in runs for h in r.heads]
             claim_record.measure(
-                f"{arm}: max head rope_imag_frac", im, paper=0.0, comparison="<= 0.0005"
+                f"{arm}: head rope_imag_frac range (all heads)", [min(every), max(every)]
             )
-            if im > 0.0005:
-                failures.append(f"{arm} penalty")
-        if arm.endswith("sym"):
-            df = [max(h["dir_frac"] for h in r.heads) for r in runs]
-            claim_record.measure(
-                f"{arm}: max head dir_frac per run",
-                df,
-                paper="0.004-0.006",
-                comparison="in [0.0035, 0.0065]",
+            if toy:
+                claim_record.measure(f"{arm}: final Im share", share, paper=0.0)
+                claim_record.measure(f"{arm}: mean prev-head rope_imag_frac", rif, paper=0.005)
+            else:
+                claim_record.check(f"{arm}: final Im share", share, "==", "0.000", kind="number")
+                claim_record.check(
+                    f"{arm}: mean prev-head rope_imag_frac", rif, "==", "0.005", kind="number"
+                )
+    sym_runs = [r for arm in ("ape-sym", "rope-sym") for r in cells[arm]]
+    prev_df = [r.heads[r.prev_head]["dir_frac"] for r in sym_runs]
+    lo, hi = min(prev_df), max(prev_df)
+    if toy:
+        claim_record.measure("sym arms: prev-head dir_frac range", [lo, hi], paper="0.004-0.006")
+    else:
+        claim_record.check(
+            "sym arms: smallest prev-head dir_frac", lo, "==", "0.004", kind="number"
+        )
+        claim_record.check("sym arms: largest prev-head dir_frac", hi, "==", "0.006", kind="number")
+        claim_record.note(
+            "Provenance of the printed 0.004-0.006 (not judged): mean prev-head dir_frac per sym "
+            "arm over seeds 0-2 / 0-4: "
+            + "; ".join(
+                f"{arm} {_prev_mean(cells[arm], 'dir_frac', range(3)):.5f} / "
+                f"{_prev_mean(cells[arm], 'dir_frac', range(5)):.5f}"
+                for arm in ("rope-sym", "ape-sym")
             )
-            # Context, not asserted: the median head, and the logged penalty term.
-            claim_record.measure(
-                f"{arm}: median head dir_frac per run (not asserted)",
-                [float(np.median([h["dir_frac"] for h in r.heads])) for r in runs],
-            )
-            claim_record.measure(
-                f"{arm}: final logged penalty per run (not asserted)", [r.penalty for r in runs]
-            )
-            if not all(0.0035 <= v <= 0.0065 for v in df):
-                failures.append(f"{arm} penalty")
-    assert not failures, failures
+            + " (INTERVENTION_PLAN reports the grid at 3 seeds before seeds 3-4 were added)."
+        )
+    by_layer: dict[int, list[float]] = {}
+    for r in sym_runs:
+        for h in r.heads:
+            by_layer.setdefault(int(h["layer"]), []).append(h["dir_frac"])
+    ranges = {layer: [min(v), max(v)] for layer, v in sorted(by_layer.items())}
+    for layer, (a, b) in ranges.items():
+        claim_record.measure(
+            f"sym arms: layer-{layer} head dir_frac range", [a, b], n=len(by_layer[layer])
+        )
+    outside = sum(not 0.0035 <= v < 0.0065 for v in np.concatenate(list(by_layer.values())))
+    claim_record.note(
+        "Finding (the printed range's wording): in the sym arms, head dir_frac spans "
+        + "; ".join(f"layer {k}: {a:.4f}-{b:.4f}" for k, (a, b) in ranges.items())
+        + f"; {outside} of {sum(map(len, by_layer.values()))} heads fall outside what prints as "
+        "0.004-0.006 (the printed range is read as the prev heads'; the text names no head set)."
+    )
 
 
 @pytest.mark.claim(
@@ -210,22 +514,58 @@ def test_every_arm_reroutes(evidence_set, claim_record):
 )
 @pytest.mark.evidence_set("paper", "toy-grid")
 def test_phase_routing_through_symmetric_m(evidence_set, claim_record):
-    """RoPE sym runs (lambda 10), final eval; the prev head is the head with the largest prev
-    score. Its dir_frac lies in [0.0035, 0.0055] in every run (prints within 0.004-0.005);
-    "indistinguishable kernel": the Pearson correlation of its relative-position kernel
-    (offsets -4..4) with the mean prev-head kernel of the RoPE free runs is >= 0.95 in every
-    run. "Full phase content": paper - its rope_imag_frac averaged over seeds prints as 0.52;
-    toy (scale-free form) - that average is >= 0.5, the share a random operator carries."""
+    """Source: §10, "the sym-arm's prev head carries full phase content (rope_imag_frac 0.52)
+    through a fully symmetric static operator (dir_frac 0.004-0.005), and its positional kernel
+    is indistinguishable from the free arm's --- directional attention through a symmetric M";
+    fig:intervention caption (c) "under sym-M the prev head keeps full phase content
+    (rope_imag_frac) with a fully symmetric static M (dir_frac ~ 0)", (d) "sym-M is
+    indistinguishable from free".
+
+    Reading: RoPE sym runs (lambda 10), final eval; the prev head is the head with the largest
+    prev score. "Full phase content": the prev head's rope_imag_frac, averaged over runs, is at
+    least the share an unconstrained random operator carries (0.5, the paper's Ginibre-null
+    value). "Fully symmetric": its ||M_A||^2/||M||^2 = dir_frac^2 is at most 1% (the same
+    "hard" bar as S10a). "Indistinguishable kernel": the Pearson correlation of its
+    relative-position kernel (offsets -4..4) with the mean prev-head kernel of the RoPE free runs.
+    The printed 0.004-0.005 is a range of observed per-run values (two printed numbers).
+
+    Thresholds: statements - mean prev-head rope_imag_frac >= 0.5; every run's prev-head
+    dir_frac <= 0.1; every run's kernel correlation >= 0.95. Numbers (paper evidence only) - the
+    mean rope_imag_frac prints as 0.52; the smallest and largest prev-head dir_frac print as
+    0.004 and 0.005.
+
+    Premises: RoPE sym and RoPE free cells present, with rotary phase features; a run has a prev
+    head when its largest prev score is >= 0.5 (S10a's "strong"); a run without one has no head
+    the claim is about (toys may lack it), so the statements read only runs with a prev head, and
+    at least 3 such runs (the plan's minimum per cell) are needed in each of RoPE sym and RoPE
+    free (whether every run forms one is S10a's statement). Power: not applicable (no test)."""
     cells = evidence_set.grid()
+    toy = _is_toy(evidence_set)
+    if not _arms_present(cells, claim_record, ("rope-sym", "rope-free")):
+        return
     sym, free = cells["rope-sym"], cells["rope-free"]
-    free_kernel = np.mean([r.kernels[r.prev_head] for r in free], axis=0)
-    rif, dfs, corr = [], [], []
-    for r in sym:
-        head = r.heads[r.prev_head]
-        rif.append(head["rope_imag_frac"])
-        dfs.append(head["dir_frac"])
-        corr.append(float(np.corrcoef(r.kernels[r.prev_head], free_kernel)[0, 1]))
-    for arm in ("rope-free", "rope-sym", "rope-imag", "ape-free", "ape-sym"):
+    claim_record.check(
+        "RoPE runs carry rotary phase features (rope_imag_frac, kernels)",
+        all("rope_imag_frac" in r.heads[0] and r.kernels is not None for r in sym + free),
+        "==",
+        True,
+        kind="premise",
+    )
+    with_prev = {}
+    for arm, runs in (("rope-sym", sym), ("rope-free", free)):
+        with_prev[arm] = [r for r in runs if float(r.prev_all.max()) >= STRONG]
+        without = [f"s{r.seed}" for r in runs if float(r.prev_all.max()) < STRONG]
+        claim_record.check(
+            f"{arm}: runs with a prev head (best prev score >= {STRONG})",
+            len(with_prev[arm]),
+            ">=",
+            MIN_RUNS,
+            kind="premise",
+            n=len(runs),
+            note=f"without: {', '.join(without)}" if without else "",
+        )
+    sym, free = with_prev["rope-sym"], with_prev["rope-free"]
+    for arm in ARMS:
         for r in cells.get(arm, []):
             head = r.heads[r.prev_head]
             claim_record.plot(
@@ -236,16 +576,55 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim_record):
                 xlabel="dir_frac",
                 ylabel="rope_imag_frac",
             )
+    if not sym or not free or any(r.kernels is None for r in sym + free):
+        return
+    free_kernel = np.mean([r.kernels[r.prev_head] for r in free], axis=0)
+    rif, dfs, corr = [], [], []
+    for r in sym:
+        head = r.heads[r.prev_head]
+        rif.append(head["rope_imag_frac"])
+        dfs.append(head["dir_frac"])
+        corr.append(float(np.corrcoef(r.kernels[r.prev_head], free_kernel)[0, 1]))
     mean_rif = float(np.mean(rif))
-    claim_record.measure("mean prev-head rope_imag_frac", mean_rif, paper=0.52, n=len(rif))
+    claim_record.measure("prev-head rope_imag_frac per run", rif)
     claim_record.measure("prev-head dir_frac per run", dfs, paper="0.004-0.005")
-    claim_record.measure("kernel correlation with free arm per run", corr, comparison=">= 0.95")
-    if _is_toy(evidence_set):
-        assert mean_rif >= 0.5, mean_rif
-    else:
-        assert rounds_to(mean_rif, 0.52, 2)
-    assert all(0.0035 <= v <= 0.0055 for v in dfs), dfs
-    assert all(c >= 0.95 for c in corr), corr
+    claim_record.measure("kernel correlation with free arm per run", corr)
+    claim_record.check(
+        "mean prev-head rope_imag_frac (full phase content)",
+        mean_rif,
+        ">=",
+        0.5,
+        kind="statement",
+        n=len(rif),
+    )
+    claim_record.check(
+        "largest prev-head dir_frac (fully symmetric M)",
+        max(dfs),
+        "<=",
+        math.sqrt(HARD_SHARE),
+        kind="statement",
+        n=len(dfs),
+    )
+    claim_record.check(
+        "smallest kernel correlation with the free arm's",
+        min(corr),
+        ">=",
+        0.95,
+        kind="statement",
+        n=len(corr),
+    )
+    if toy:
+        claim_record.measure("mean prev-head rope_imag_frac", mean_rif, paper=0.52)
+        return
+    claim_record.check("mean prev-head rope_imag_frac", mean_rif, "==", "0.52", kind="number")
+    claim_record.check("smallest prev-head dir_frac", min(dfs), "==", "0.004", kind="number")
+    claim_record.check("largest prev-head dir_frac", max(dfs), "==", "0.005", kind="number")
+    claim_record.note(
+        "Provenance of the printed 0.004-0.005 (not judged): the mean prev-head dir_frac of seeds "
+        f"0-2 is {_prev_mean(sym, 'dir_frac', range(3)):.5f} and of seeds 3-4 "
+        f"{_prev_mean(sym, 'dir_frac', range(3, 5)):.5f} (INTERVENTION_PLAN reports the two "
+        "batches separately: dir_frac 0.004, then 0.005 on the new seeds)."
+    )
 
 
 @pytest.mark.claim(
@@ -256,13 +635,25 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim_record):
 )
 @pytest.mark.evidence_set("paper", "toy-grid")
 def test_formation_curves_figure(evidence_set, claim_record):
-    """Every main-cell run reaches the formation threshold within its trajectory (a run that
-    never forms would make the formation statistics censored); the curves are drawn as the
-    mean ce_pred per arm over seeds, on the eval steps all its runs share."""
-    never = []
+    """Source: tab:intervention caption "Every constraint delays formation significantly; none
+    blocks it"; fig:intervention caption (a) "induction-capability curves: every arm reaches the
+    floor; constraints delay the drop".
+
+    Reading: "none blocks it": every main-cell run reaches the formation threshold within its
+    trajectory. The curves are drawn as the mean ce_pred per arm over seeds, on the eval steps
+    all its runs share.
+
+    Thresholds: statement - the number of main-cell runs that never form == 0.
+    Premises: all five main cells present. Power: not applicable (a count, no test)."""
     cells = evidence_set.grid()
+    if not _arms_present(cells, claim_record):
+        return
+    never = []
+    n_runs = 0
     where = "toy" if _is_toy(evidence_set) else "paper"
-    for arm, runs in sorted(cells.items()):
+    for arm in ARMS:
+        runs = cells[arm]
+        n_runs += len(runs)
         shared = min(len(r.steps) for r in runs)
         mean_ce = np.mean([r.ce_pred[:shared] for r in runs], axis=0)
         claim_record.plot(
@@ -274,6 +665,13 @@ def test_formation_curves_figure(evidence_set, claim_record):
             xlabel="step",
             ylabel="ce_pred",
         )
-        never += [f"{arm}-s{r.seed}" for r in runs if not np.isfinite(r.formation)]
-    claim_record.measure("runs that never form", never, comparison="none")
-    assert not never
+        never += [f"{arm}-s{r.seed}" for r in runs if not math.isfinite(r.formation)]
+    claim_record.check(
+        "runs that never form",
+        len(never),
+        "==",
+        0,
+        kind="statement",
+        n=n_runs,
+        note=", ".join(never),
+    )
