@@ -16,12 +16,10 @@ two-sided, without ties) is each test's power check.
 
 from __future__ import annotations
 
-from itertools import permutations
 from math import factorial
 
 import numpy as np
 import pytest
-import scipy.stats
 from hypothesis import given, settings
 
 from qkcore.analysis.depth import (
@@ -39,6 +37,7 @@ from qkcore.linalg.resolvent import (
     row_shuffle_null,
 )
 from qkcore.stats.inference import spearman_exact
+from qkcore.stats.power import critical_spearman_rho, smallest_spearman_p, spearman_test
 from qkcore.testing.strategies import attention_stacks
 
 UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
@@ -56,40 +55,6 @@ def _reduced_resolvent_norm(P: np.ndarray) -> float:
     Pi = perron_projector(P)
     S = np.linalg.inv(np.eye(P.shape[0]) - P + Pi) - Pi
     return float(np.linalg.norm(S, 2))
-
-
-def _spearman_one_sided(x, y, alternative: str) -> tuple[float, float]:
-    """Spearman rho and its one-sided p (``alternative``: 'greater' or 'less'): exact over all
-    n! pairings of the (tie-averaged) ranks for n <= 9, scipy's asymptotic p above."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    n = x.size
-    if n > 9:
-        res = scipy.stats.spearmanr(x, y, alternative=alternative)
-        return float(res.statistic), float(res.pvalue)
-    rx, ry = scipy.stats.rankdata(x), scipy.stats.rankdata(y)
-    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
-        return float("nan"), 1.0
-    rx = (rx - rx.mean()) / np.linalg.norm(rx - rx.mean())
-    ry = (ry - ry.mean()) / np.linalg.norm(ry - ry.mean())
-    rho = float(rx @ ry)
-    null = ry[np.array(list(permutations(range(n))))] @ rx
-    if alternative == "greater":
-        return rho, float(np.mean(null >= rho - 1e-12))
-    return rho, float(np.mean(null <= rho + 1e-12))
-
-
-def _critical_rho(n: int, level: float) -> float:
-    """Smallest |rho| whose exact two-sided Spearman p (n! pairings, no ties) is <= level."""
-    ranks = np.arange(n, dtype=float)
-    perms = np.array(list(permutations(range(n))), dtype=float)
-    rho = np.abs(1 - 6 * ((perms - ranks) ** 2).sum(axis=1) / (n * (n**2 - 1)))
-    values = np.unique(np.round(rho, 12))[::-1]
-    critical = float("nan")
-    for v in values:
-        if np.mean(rho >= v - 1e-12) > level:
-            break
-        critical = float(v)
-    return critical
 
 
 def _causal_premise(evidence, claim_record) -> bool:
@@ -377,7 +342,7 @@ def test_signed_non_normality(evidence, claim_record):
     prev = table["prev"].to_numpy().reshape(reserves["excess"].shape).ravel()
     routing = ~is_sink
     n_routing = int(routing.sum())
-    smallest_p = 1 / factorial(n_routing) if n_routing <= 9 else 0.0
+    smallest_p = smallest_spearman_p(n_routing, sides=1)
     claim_record.check(
         "smallest attainable one-sided p (routing heads)",
         smallest_p,
@@ -394,7 +359,7 @@ def test_signed_non_normality(evidence, claim_record):
     claim_record.check("sink heads: median excess", sink_median, "<", 0, kind="statement")
     claim_record.check("routing heads: median excess", routing_median, ">", 0, kind="statement")
     if n_routing >= 3:
-        rho, p_one = _spearman_one_sided(excess[routing], prev[routing], "greater")
+        rho, p_one = spearman_test(excess[routing], prev[routing], "greater")
     else:
         rho, p_one = float("nan"), 1.0
     claim_record.check(
@@ -513,7 +478,7 @@ def test_no_single_summary_predicts_criticality(evidence, claim_record):
     if n <= 9:
         claim_record.measure(
             "weakest |rho| reaching the Bonferroni level at this n (no ties)",
-            _critical_rho(n, level),
+            critical_spearman_rho(n, level),
             n=n,
         )
     claim_record.note(

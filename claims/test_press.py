@@ -19,14 +19,14 @@ power check.
 from __future__ import annotations
 
 import math
-from itertools import permutations
 
 import numpy as np
 import pytest
-import scipy.stats
 
-from qkcore.stats.inference import exact_permutation_test, spearman_exact
+from qkcore.analysis.gridruns import censored_formation
+from qkcore.stats.inference import exact_permutation_test
 from qkcore.stats.population import top_k_heads, top_k_percentile
+from qkcore.stats.power import smallest_spearman_p, spearman_test
 
 ALPHA = 0.05
 #: "An induction head": ind >= 0.5 (module docstring).
@@ -48,40 +48,6 @@ SIZE_B = {
     "pythia-1.4b": 1.4,
     "llama-3-8b": 8.0,
 }
-
-
-def _spearman_one_sided(x, y, alternative: str) -> tuple[float, float]:
-    """Spearman rho and its one-sided p (``alternative``: 'greater' or 'less'): exact over all
-    n! pairings of the (tie-averaged) ranks for n <= 9, scipy's asymptotic p above."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    n = x.size
-    if n > 9:
-        res = scipy.stats.spearmanr(x, y, alternative=alternative)
-        return float(res.statistic), float(res.pvalue)
-    rx, ry = scipy.stats.rankdata(x), scipy.stats.rankdata(y)
-    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
-        return float("nan"), 1.0
-    rx = (rx - rx.mean()) / np.linalg.norm(rx - rx.mean())
-    ry = (ry - ry.mean()) / np.linalg.norm(ry - ry.mean())
-    rho = float(rx @ ry)
-    null = ry[np.array(list(permutations(range(n))))] @ rx
-    if alternative == "greater":
-        return rho, float(np.mean(null >= rho - 1e-12))
-    return rho, float(np.mean(null <= rho + 1e-12))
-
-
-def _spearman_two_sided(x, y) -> tuple[float, float]:
-    """Spearman rho and its two-sided p: exact for n <= 9, asymptotic above."""
-    if len(x) <= 9:
-        return spearman_exact(x, y)
-    res = scipy.stats.spearmanr(x, y)
-    return float(res.statistic), float(res.pvalue)
-
-
-def _smallest_p(n: int, sides: int) -> float:
-    """Smallest p a Spearman test can reach with n units (no ties): sides/n! (n <= 9, exact);
-    for larger n the asymptotic p reaches far below any level."""
-    return sides / math.factorial(n) if n <= 9 else 0.0
 
 
 def _mean_abs_imag(table) -> float:
@@ -128,14 +94,14 @@ def test_imaginary_mass_grows_with_scale(evidence_set, claim_record):
     counts = {m: int((tables[m]["ind"] >= INDUCTION).sum()) for m in models}
     claim_record.check(
         "smallest attainable one-sided exact p",
-        _smallest_p(len(models), 1),
+        smallest_spearman_p(len(models), sides=1),
         "<=",
         ALPHA,
         kind="power",
         n=len(models),
     )
     sizes = [SIZE_B[m] for m in models]
-    rho_size, p_size = _spearman_one_sided(sizes, [imag[m] for m in models], "greater")
+    rho_size, p_size = spearman_test(sizes, [imag[m] for m in models], "greater")
     claim_record.measure("Spearman(size, mean |Im lambda|)", rho_size, n=len(models))
     claim_record.check(
         "one-sided p: mean |Im lambda| grows with size",
@@ -145,7 +111,7 @@ def test_imaginary_mass_grows_with_scale(evidence_set, claim_record):
         kind="statement",
         n=len(models),
     )
-    rho_ind, p_ind = _spearman_one_sided(
+    rho_ind, p_ind = spearman_test(
         [imag[m] for m in models], [counts[m] for m in models], "greater"
     )
     claim_record.measure("Spearman(mean |Im lambda|, induction heads)", rho_ind, n=len(models))
@@ -233,10 +199,15 @@ def test_real_axis_copying_imaginary_induction(evidence, claim_record):
         return
     n = len(table)
     claim_record.check(
-        "smallest attainable one-sided p", _smallest_p(n, 1), "<=", ALPHA, kind="power", n=n
+        "smallest attainable one-sided p",
+        smallest_spearman_p(n, sides=1),
+        "<=",
+        ALPHA,
+        kind="power",
+        n=n,
     )
-    rho_copy, p_copy = _spearman_one_sided(table["imag_mass"], table["copying"], "less")
-    rho_ind, p_ind = _spearman_one_sided(table["imag_mass"], table["ind"], "greater")
+    rho_copy, p_copy = spearman_test(table["imag_mass"], table["copying"], "less")
+    rho_ind, p_ind = spearman_test(table["imag_mass"], table["ind"], "greater")
     claim_record.measure("Spearman(imag_mass, copying)", rho_copy, n=n)
     claim_record.check(
         "one-sided p: near-real spectra do copying (rho < 0)",
@@ -293,9 +264,14 @@ def test_condition_number_predicts_copying(evidence, claim_record):
     if not claim_record.check("heads with finite cond_eig", n, ">=", 3, kind="premise"):
         return
     claim_record.check(
-        "smallest attainable two-sided p", _smallest_p(n, 2), "<=", ALPHA, kind="power", n=n
+        "smallest attainable two-sided p",
+        smallest_spearman_p(n, sides=2),
+        "<=",
+        ALPHA,
+        kind="power",
+        n=n,
     )
-    rho, p = _spearman_two_sided(
+    rho, p = spearman_test(
         table.loc[finite, "cond_eig"].to_numpy(), table.loc[finite, "copying"].to_numpy()
     )
     claim_record.measure("Spearman(cond_eig, copying)", rho, n=n)
@@ -649,19 +625,6 @@ def test_signature_appears_with_induction(evidence, claim_record):
 P9_ARMS = {"ape": ("ape-free", "ape-sym"), "rope": ("rope-free", "rope-sym")}
 
 
-def _censored(runs) -> np.ndarray:
-    """Formation steps; a run that never formed counts as formed one eval interval after its
-    last eval (ranks last, means become lower bounds)."""
-    out = []
-    for run in runs:
-        if math.isfinite(run.formation):
-            out.append(float(run.formation))
-        else:
-            interval = float(run.steps[-1] - run.steps[-2]) if len(run.steps) > 1 else 1.0
-            out.append(float(run.steps[-1]) + interval)
-    return np.array(out)
-
-
 @pytest.mark.claim(
     "P9",
     section="press",
@@ -690,7 +653,9 @@ def test_phase_channel_spares_rope_under_symmetry(evidence_set, claim_record):
 
     Power: carried by the bootstrap interval."""
     cells = evidence_set.grid()
-    steps = {arm: _censored(cells.get(arm, [])) for pair in P9_ARMS.values() for arm in pair}
+    steps = {
+        arm: censored_formation(cells.get(arm, [])) for pair in P9_ARMS.values() for arm in pair
+    }
     if not claim_record.check(
         "runs in the smallest of the four arms",
         min(len(v) for v in steps.values()),

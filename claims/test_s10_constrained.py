@@ -11,7 +11,8 @@ Evidence, both as ``{arm: [GridRun]}`` (:mod:`qkcore.analysis.gridruns`):
 
 Formation step: first eval with ce_pred below (ln 64 + 0.15)/2
 (:func:`qkcore.stats.formation.formation_step`). A run that never forms is censored at its cap:
-it counts as formed one eval interval after its last eval (:func:`_censored`), so it ranks after
+it counts as formed one eval interval after its last eval
+(:func:`qkcore.analysis.gridruns.censored_formation`), so it ranks after
 every run that formed, censored runs tie with each other, and means and shifts computed with it
 are lower bounds. Spreads are sample standard deviations (ddof = 1).
 
@@ -33,12 +34,14 @@ import math
 import numpy as np
 import pytest
 
+from qkcore.analysis.gridruns import censored_formation
 from qkcore.stats.inference import (
     benjamini_hochberg,
     hodges_lehmann_shift,
     mann_whitney_permutation,
     rank_biserial,
 )
+from qkcore.stats.power import smallest_mann_whitney_p
 from qkcore.stats.printed import as_printed
 
 ARMS = ("ape-free", "rope-free", "rope-imag", "rope-sym", "ape-sym")
@@ -73,33 +76,12 @@ def _is_toy(evidence_set) -> bool:
     return evidence_set.evidence_id.startswith("toy:")
 
 
-def _censored(runs) -> np.ndarray:
-    """Formation steps, a run that never formed censored one eval interval after its cap.
-
-    A finite stand-in for ``inf``: ``inf - inf`` is NaN, which rank statistics built on pairwise
-    differences would count as neither a win nor a tie; at ``cap + interval`` censored runs rank
-    last and tie with each other, as censoring means."""
-    out = []
-    for run in runs:
-        if math.isfinite(run.formation):
-            out.append(float(run.formation))
-        else:
-            interval = float(run.steps[-1] - run.steps[-2]) if len(run.steps) > 1 else 1.0
-            out.append(float(run.steps[-1]) + interval)
-    return np.array(out)
-
-
 def _formation(cells: dict) -> dict[str, np.ndarray]:
-    return {arm: _censored(runs) for arm, runs in cells.items()}
+    return {arm: censored_formation(runs) for arm, runs in cells.items()}
 
 
 def _n_formed(runs) -> int:
     return sum(math.isfinite(r.formation) for r in runs)
-
-
-def _smallest_p(n_x: int, n_y: int) -> float:
-    """Smallest attainable one-sided exact Mann-Whitney p: 1 / C(n_x + n_y, n_x)."""
-    return 1.0 / math.comb(n_x + n_y, n_x) if n_x and n_y else 1.0
 
 
 def _consistency(claim_record, name: str, recomputed: float, printed: str, note: str = "") -> bool:
@@ -237,7 +219,7 @@ def test_formation_costs(evidence_set, claim_record):
         )
         claim_record.check(
             f"{label}: smallest attainable p ({x.size} vs {y.size})",
-            _smallest_p(x.size, y.size),
+            smallest_mann_whitney_p(x.size, y.size),
             "<=",
             ALPHA,
             kind="power",
@@ -334,7 +316,7 @@ def test_symmetry_costs_ape(evidence_set, claim_record):
         )
     claim_record.check(
         f"smallest attainable p ({sym.size} vs {free.size})",
-        _smallest_p(sym.size, free.size),
+        smallest_mann_whitney_p(sym.size, free.size),
         "<=",
         ALPHA,
         kind="power",

@@ -13,6 +13,7 @@ import pytest
 import scipy.stats
 
 from qkcore.stats.inference import benjamini_hochberg
+from qkcore.stats.power import spearman_power
 
 # (metric, behaviour): the paper's Spearman rho as printed in Table 1 (tab:taxonomy).
 S4A = {
@@ -50,17 +51,6 @@ MIN_POWER = 0.8
 #: §8 classes heads by behaviour score > 0.5 ("the other prev > 0.5 heads"); the same cut on
 #: the same [0, 1] attention-score scale names an induction head.
 HEAD_CLASS_THRESHOLD = 0.5
-
-
-def _spearman_power(rho: float, n: int, alpha: float) -> float:
-    """Two-sided power of the Spearman test to detect a true ``rho`` at level ``alpha``.
-
-    Fisher z with Fieller's Spearman variance ``1.06 / (n - 3)``.
-    """
-    se = np.sqrt(1.06 / (n - 3))
-    shift = np.arctanh(abs(rho)) / se
-    z = scipy.stats.norm.isf(alpha / 2)
-    return float(scipy.stats.norm.sf(z - shift) + scipy.stats.norm.cdf(-z - shift))
 
 
 @pytest.mark.claim(
@@ -106,7 +96,7 @@ def test_spectral_metrics_track_head_type(evidence, claim_record, metric, behavi
         alpha = ALPHA / len(S4A_FAMILY)
         claim_record.check(
             f"power to detect |rho| = {SMALLEST_REPORTED_EFFECT} at alpha {alpha:.2g}",
-            _spearman_power(SMALLEST_REPORTED_EFFECT, n, alpha),
+            spearman_power(SMALLEST_REPORTED_EFFECT, n, alpha),
             ">=",
             MIN_POWER,
             kind="power",
@@ -215,7 +205,7 @@ def test_self_match_asymmetry_and_copying(evidence, claim_record):
     alpha = ALPHA / len(QK_METRICS)
     claim_record.check(
         f"power to detect |rho| = {SMALLEST_REPORTED_EFFECT} at alpha {alpha:.2g}",
-        _spearman_power(SMALLEST_REPORTED_EFFECT, n, alpha),
+        spearman_power(SMALLEST_REPORTED_EFFECT, n, alpha),
         ">=",
         MIN_POWER,
         kind="power",

@@ -25,7 +25,15 @@ import numpy as np
 
 from qkcore.stats.formation import formation_step
 
-__all__ = ["KERNEL_OFFSETS", "MAIN_LAMBDA", "GridRun", "paper_grid", "toy_grid", "toy_grid_run"]
+__all__ = [
+    "KERNEL_OFFSETS",
+    "MAIN_LAMBDA",
+    "GridRun",
+    "censored_formation",
+    "paper_grid",
+    "toy_grid",
+    "toy_grid_run",
+]
 
 #: Penalty weight of each constraint's main cell (paper §10); other lambdas are side runs.
 MAIN_LAMBDA = {"free": 0.0, "sym": 10.0, "imag": 10.0}
@@ -59,6 +67,24 @@ class GridRun:
     @property
     def prev_head(self) -> int:
         return int(np.argmax(self.prev_all))
+
+
+def censored_formation(runs: list[GridRun]) -> np.ndarray:
+    """Formation steps of ``runs``; a run that never formed counts as formed one eval interval
+    after its last eval.
+
+    A finite stand-in for ``inf``: ``inf - inf`` is NaN, which rank statistics built on pairwise
+    differences would count as neither a win nor a tie. At ``cap + interval`` censored runs rank
+    last and tie with each other, as censoring means; a mean over them is a lower bound.
+    """
+    out = []
+    for run in runs:
+        if math.isfinite(run.formation):
+            out.append(float(run.formation))
+        else:
+            interval = float(run.steps[-1] - run.steps[-2]) if len(run.steps) > 1 else 1.0
+            out.append(float(run.steps[-1]) + interval)
+    return np.array(out)
 
 
 def paper_grid(data) -> dict[str, list[GridRun]]:

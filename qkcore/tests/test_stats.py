@@ -205,3 +205,38 @@ def test_printed_rule_examples():
     assert (decimals("6e-6"), decimals("141"), decimals("0.790")) == (6, 0, 3)
     with pytest.raises(QKError, match="as it is printed"):
         reproduces(0.5, "==", "about half")
+
+
+# --- small-sample rank tests and their power ------------------------------------------------------
+@given(st.lists(st.floats(-10, 10, allow_nan=False), min_size=4, max_size=7, unique=True))
+def test_spearman_test_agrees_with_scipy_permutation_count(values):
+    """Two-sided exact p = share of the n! pairings at least as extreme, which is also what
+    spearman_exact (the two-sided enumeration) gives."""
+    from qkcore.stats.inference import spearman_exact
+    from qkcore.stats.power import spearman_test
+
+    x = np.arange(len(values), dtype=float)
+    rho, p = spearman_test(x, values)
+    rho2, p2 = spearman_exact(x, values)
+    assert rho == pytest.approx(rho2, abs=1e-12) and p == pytest.approx(p2, abs=1e-12)
+    _, greater = spearman_test(x, values, "greater")
+    _, less = spearman_test(x, values, "less")
+    assert greater + less >= 1.0 - 1e-12  # the observed rho counts in both tails
+
+
+def test_power_helpers():
+    from qkcore.stats.power import (
+        critical_spearman_rho,
+        smallest_mann_whitney_p,
+        smallest_spearman_p,
+        spearman_power,
+    )
+
+    assert smallest_spearman_p(8, sides=2) == pytest.approx(2 / 40320)
+    assert smallest_spearman_p(3, sides=1) == pytest.approx(1 / 6)
+    assert smallest_mann_whitney_p(5, 5) == pytest.approx(1 / 252)
+    assert smallest_mann_whitney_p(0, 5) == 1.0
+    assert critical_spearman_rho(8, 0.05 / 7) == pytest.approx(0.905, abs=5e-4)
+    assert np.isnan(critical_spearman_rho(3, 0.01))  # 3 units cannot reach p <= 0.01
+    assert spearman_power(0.47, 144, 0.05 / 12) > 0.99
+    assert spearman_power(0.0, 144, 0.05) == pytest.approx(0.05)
