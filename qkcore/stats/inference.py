@@ -114,8 +114,8 @@ def mann_whitney_permutation(x: Sequence[float], y: Sequence[float]) -> tuple[fl
     y = np.asarray(y, dtype=float)
 
     def u_statistic(a: np.ndarray, b: np.ndarray) -> float:
-        diff = a[:, None] - b[None, :]
-        return float((diff > 0).sum() + 0.5 * (diff == 0).sum())
+        # comparisons, not differences: inf - inf is NaN, but two censored runs (inf) tie
+        return float((a[:, None] > b[None, :]).sum() + 0.5 * (a[:, None] == b[None, :]).sum())
 
     values = np.concatenate([x, y])
     group = np.r_[np.ones(x.size, bool), np.zeros(y.size, bool)]
@@ -197,10 +197,16 @@ def layer_clustered_bootstrap_ci(
 
 
 def hodges_lehmann_shift(x: Sequence[float], y: Sequence[float]) -> float:
-    """Median of all pairwise differences ``y_j - x_i``: the shift of y relative to x."""
+    """Median of all pairwise differences ``y_j - x_i``: the shift of y relative to x.
+
+    Equal values differ by 0 even when infinite (two runs censored at the same cap tie).
+    """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
-    return float(np.median(y[None, :] - x[:, None]))
+    equal = y[None, :] == x[:, None]
+    with np.errstate(invalid="ignore"):
+        diff = np.where(equal, 0.0, y[None, :] - x[:, None])
+    return float(np.median(diff))
 
 
 def rank_biserial(x: Sequence[float], y: Sequence[float]) -> float:
@@ -210,8 +216,7 @@ def rank_biserial(x: Sequence[float], y: Sequence[float]) -> float:
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
-    diff = x[:, None] - y[None, :]
-    u_x = (diff > 0).sum() + 0.5 * (diff == 0).sum()
+    u_x = (x[:, None] > y[None, :]).sum() + 0.5 * (x[:, None] == y[None, :]).sum()
     return float(2 * u_x / (x.size * y.size) - 1)
 
 

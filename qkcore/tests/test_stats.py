@@ -240,3 +240,14 @@ def test_power_helpers():
     assert np.isnan(critical_spearman_rho(3, 0.01))  # 3 units cannot reach p <= 0.01
     assert spearman_power(0.47, 144, 0.05 / 12) > 0.99
     assert spearman_power(0.0, 144, 0.05) == pytest.approx(0.05)
+
+
+def test_rank_statistics_treat_equal_infinities_as_ties():
+    """Runs that never formed (inf) tie with each other instead of dropping out as NaN."""
+    inf = float("inf")
+    fast, slow = [600.0, 700.0, 800.0], [900.0, inf, inf]
+    assert rank_biserial(slow, fast) == 1.0
+    assert rank_biserial([inf, inf], [inf, inf]) == 0.0
+    assert hodges_lehmann_shift([inf, 1.0], [inf, 2.0]) == pytest.approx(0.5)
+    _, p = mann_whitney_permutation(slow, fast)
+    assert p == pytest.approx(1 / 20)
