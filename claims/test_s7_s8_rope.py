@@ -7,24 +7,53 @@ is the change in induction loss when the ablation is applied to that head.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from qkcore.analysis.convention import frequency_check
-from qkcore.stats.population import head_name, partial_rho, rounds_to, top_k_heads
+from qkcore.linalg.rope import RotaryInfo, frequency_operators, relative_kernel
+from qkcore.stats.population import head_name, partial_rho, top_k_heads
+from qkcore.stats.printed import decimals
 
 ROPE = ("rope", "rope-partial")
-# model: (partial without phase controls, with them, printed attenuation %, p with them or None)
+ALPHA = 0.05
+#: The paper's Table (mediation), as printed: partial | dir_frac, + phase controls, attenuation
+#: (hybrid estimator), the same attenuation printed to one decimal in the placebo paragraph,
+#: and the controlled partial's p where printed.
 S7 = {
-    "pythia-410m": (0.35, 0.14, 61, None),
-    "pythia-1.4b": (0.50, 0.31, 38, None),
-    "llama-3-8b": (0.33, 0.006, 98, 0.84),
+    "pythia-410m": dict(before="0.35", after="0.14", atten="61", atten_text="60.7", p=None),
+    "pythia-1.4b": dict(before="0.50", after="0.31", atten="38", atten_text="37.7", p=None),
+    "llama-3-8b": dict(before="0.33", after="0.006", atten="98", atten_text=None, p="0.84"),
 }
-# model: (head, induction loss before, after)
+#: "substantially": the smallest attenuation the paper prints for a RoPE model (38%, Pythia-1.4B)
+#: at its printed precision (>= 37.5 prints as >= 38).
+SUBSTANTIAL_ATTENUATION = 37.5
+#: The pseudo-phase placebo on models without RoPE "barely attenuates (4-22%)" (recorded only).
+PLACEBO_ATTENUATION = 22.0
+# model: (head, induction loss before, after) as printed
 S8B = {
-    "pythia-410m": ("5.2", 0.52, 2.24),
-    "pythia-1.4b": ("1.11", 0.56, 1.11),
-    "llama-3-8b": ("14.26", 0.30, 0.91),
+    "pythia-410m": ("5.2", "0.52", "2.24"),
+    "pythia-1.4b": ("1.11", "0.56", "1.11"),
+    "llama-3-8b": ("14.26", "0.30", "0.91"),
 }
+#: the printed share range "92-99%": its low end at printed precision (>= 0.915 prints >= 92%)
+CONCENTRATED_SHARE = 0.915
+#: heads needed for the share to reach 0.915 while one head (the largest effect) moves:
+#: (n - 1) / n >= 0.915 -> n >= 12
+MIN_HEADS_FOR_SHARE = 12
+#: sequences of the full per-head ablation sweep (TableSpec.ablation_sequences)
+FULL_SWEEP_SEQUENCES = 50
+#: the paper's fp32 / bf16 reconstruction bounds, as printed, for its own models
+S8A_PRINTED = {"pythia-410m": "6e-6", "pythia-1.4b": "6e-6", "llama-3-8b": "2e-5"}
+U32 = float(np.finfo(np.float32).eps) / 2  # unit roundoff of float32, 6e-8
+U64 = float(np.finfo(np.float64).eps) / 2
+KERNEL_TOKENS = 32
+
+
+def _printed_interval(printed: str) -> tuple[float, float]:
+    """The values that print as ``printed`` (half a unit of its last digit either side)."""
+    half = 0.5 * 10.0 ** -decimals(printed)
+    return float(printed) - half, float(printed) + half
 
 
 @pytest.mark.claim(
@@ -41,26 +70,92 @@ S8B = {
     columns=("prev", "D_head", "dir_frac", "rope_imag_frac", "freq_centroid"),
 )
 def test_phase_features_explain_the_partial(evidence, claim_record):
-    """Partial Spearman of D_head and prev given dir_frac, then given dir_frac, rope_imag_frac
-    and freq_centroid. Both print as the paper's values (2 decimals; 3 for Llama's 0.006), the
-    attenuation 1 - after/before prints as the paper's integer percentage, the controlled
-    partial is smaller than the uncontrolled one, and Llama's p prints as 0.84."""
+    """Source (§7): "Adding per-frequency RoPE-phase summaries as controls *attenuates* D_head's
+    residual association substantially (Table mediation) - most completely on full-RoPE Llama,
+    where the default-estimator residual is indistinguishable from zero (+0.006, p = 0.84)";
+    the table prints 61% / 38% / ~98%, the placebo paragraph 60.7% / 37.7%, and pseudo-phase
+    features on models without RoPE "barely attenuate (4-22%)".
+
+    Reading: before = partial Spearman of D_head and prev given dir_frac (hybrid estimator:
+    Spearman of OLS residuals), after = the same given dir_frac, rope_imag_frac and
+    freq_centroid; attenuation = 100 (1 - after / before). The statement is "substantially":
+    the attenuation is at least the smallest one the paper prints for a RoPE model and still
+    calls substantial (38%, Pythia-1.4B). On Llama (full RoPE) the sentence also states that
+    the controlled residual is indistinguishable from zero.
+
+    Thresholds: attenuation >= 37.5% (38% at printed precision); Llama: p of the controlled
+    partial >= 0.05. Numbers (paper's models): before / after / attenuation / p as printed
+    (2, 2 or 3, 0 decimals; 60.7 and 37.7 to one decimal). Consistency: each printed
+    attenuation lies within what its printed partials allow after rounding. Whether the
+    attenuation also exceeds the placebo's 22% is recorded (the weaker reading), not judged.
+
+    Premises: a positive residual association to attenuate - before > 0 with p < 0.05.
+
+    Power: one deterministic value per model (the heads are the model's whole population, not
+    a sample); no power check."""
     table = evidence.head_table()
     before = partial_rho(table, "D_head", "prev", ["dir_frac"])
     after = partial_rho(table, "D_head", "prev", ["dir_frac", "rope_imag_frac", "freq_centroid"])
     attenuation = 100 * (1 - after.rho / before.rho)
     paper = S7.get(evidence.ref.name)
-    claim_record.measure("partial | dir_frac", before.rho, paper=paper and paper[0], n=before.n)
-    claim_record.measure("partial | dir_frac + phase", after.rho, paper=paper and paper[1])
-    claim_record.measure("attenuation %", attenuation, paper=paper and paper[2])
-    claim_record.measure("p, controlled partial", after.p, paper=paper and paper[3])
-    assert after.rho < before.rho
-    if paper is not None:
-        assert rounds_to(before.rho, paper[0], 2)
-        assert rounds_to(after.rho, paper[1], 3 if abs(paper[1]) < 0.01 else 2)
-        assert rounds_to(attenuation, paper[2], 0), f"attenuation {attenuation:.1f}%"
-        if paper[3] is not None:
-            assert rounds_to(after.p, paper[3], 2), f"p = {after.p:.3f}"
+    claim_record.check(
+        "partial | dir_frac is positive", before.rho, ">", 0.0, kind="premise", n=before.n
+    )
+    claim_record.check("p of partial | dir_frac", before.p, "<", ALPHA, kind="premise", n=before.n)
+    claim_record.measure("p of partial | dir_frac + phase", after.p)
+    claim_record.check(
+        "attenuation % (hybrid)",
+        attenuation,
+        ">=",
+        SUBSTANTIAL_ATTENUATION,
+        kind="statement",
+        paper=paper and paper["atten"],
+        note="38% (the smallest attenuation the paper calls substantial) at printed precision",
+    )
+    claim_record.measure(
+        "attenuation above the placebo's 22% (weaker reading, not judged)",
+        bool(attenuation > PLACEBO_ATTENUATION),
+    )
+    if evidence.ref.name == "llama-3-8b":
+        claim_record.check(
+            "p of the controlled partial (indistinguishable from zero)",
+            after.p,
+            ">=",
+            ALPHA,
+            kind="statement",
+            paper=0.84,
+        )
+    if paper is None:
+        claim_record.measure("partial | dir_frac", before.rho, n=before.n)
+        claim_record.measure("partial | dir_frac + phase", after.rho)
+        return
+    claim_record.check("partial | dir_frac", before.rho, "==", paper["before"], kind="number")
+    claim_record.check("partial | dir_frac + phase", after.rho, "==", paper["after"], kind="number")
+    claim_record.check("attenuation %", attenuation, "==", paper["atten"], kind="number")
+    if paper["atten_text"] is not None:
+        claim_record.check(
+            "attenuation % (placebo paragraph)",
+            attenuation,
+            "==",
+            paper["atten_text"],
+            kind="number",
+        )
+    if paper["p"] is not None:
+        claim_record.check("p, controlled partial", after.p, "==", paper["p"], kind="number")
+    if evidence.ref.kind != "paper":
+        return
+    b_lo, b_hi = _printed_interval(paper["before"])
+    a_lo, a_hi = _printed_interval(paper["after"])
+    implied = (100 * (1 - a_hi / b_lo), 100 * (1 - a_lo / b_hi))
+    # the printed attenuation's own rounding (+-0.5) must reach the interval its partials allow
+    claim_record.check(
+        "printed attenuation vs printed partials",
+        float(paper["atten"]),
+        "in",
+        (implied[0] - 0.5, implied[1] + 0.5),
+        kind="consistency",
+        note=f"the printed partials allow {implied[0]:.1f}-{implied[1]:.1f}%",
+    )
 
 
 @pytest.mark.claim(
@@ -72,42 +167,173 @@ def test_phase_features_explain_the_partial(evidence, claim_record):
 )
 @pytest.mark.evidence("paper", "weights", "toy", schemes=ROPE, columns=("prev", "dInd_rope"))
 def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record):
-    """The head with the largest dInd_rope is one of the two heads with the largest prev score,
-    and is the paper's head; its dInd_rope equals after - before within 0.01 (two 2-decimal
-    numbers); the share of heads with |dInd_rope| < 0.01 lies in [0.915, 0.995] (the printed
-    92-99% range at its printed precision). On an 8-head toy (sweep over all heads, 50
-    sequences) the share cannot fall in that range except at 8/8, so there it is recorded and
-    only the first part is asserted. Weights evidence (SmolLM2) uses the screened sweep: every
-    head exactly on 4 of the 50 sequences, the 10 largest again on all 50
-    (``dInd_rope_sequences`` says which), recorded with the share."""
+    """Source (§8): "Sweeping the ablation over *all* heads of all three RoPE models, the
+    largest induction-loss effect lands on a top-2 prev-scoring head every time ... (exact
+    permutation p = 1/384 ... 2/1024) ... Effects are highly concentrated: 92-99% of heads
+    move by |dInd| < 0.01".
+
+    Reading: two statements per model - (1) the head with the largest dInd_rope is one of the
+    two heads with the largest prev score; (2) effects are concentrated: the share of heads
+    with |dInd_rope| < 0.01 is at least the low end of the printed range.
+
+    Thresholds: (1) membership; (2) share >= 0.915 (92% at printed precision; the range's high
+    end, 99%, is an observed value, not a bound on concentration). Numbers (paper's models):
+    the share prints within 0.92-0.99 (two printed numbers). Consistency (released tables
+    against the text): the largest effect is the paper's head, and its dInd_rope equals
+    after - before of the printed losses within 0.01 (two 2-decimal numbers).
+
+    Premises: enough heads for the share to reach 92% while the largest-effect head moves
+    (n >= 12; an 8-head toy cannot: 7/8 = 0.875).
+
+    Power: a top-2 prev head is hit by chance with probability 2/n (the paper's exact
+    permutation p): it must be <= 0.05 (an 8-head toy: 1/4). On weights evidence screened by
+    the sweep (``dInd_rope_sequences``: every head on 4 sequences, the 10 largest again on all
+    50), a 4-sequence estimate's noise (~0.008) sits at the 0.01 cut: every head must have had
+    the full 50 sequences, else the row cannot decide."""
     table = evidence.head_table()
-    if "dInd_rope_sequences" in table.columns:
-        claim_record.measure(
-            "heads measured on all 50 sequences (the rest on 4)",
-            int((table["dInd_rope_sequences"] == table["dInd_rope_sequences"].max()).sum()),
-        )
+    n = len(table)
     top_effect = table.loc[table["dInd_rope"].idxmax()]
     top_prev = {head_name(row) for _, row in top_k_heads(table, "prev", 2).iterrows()}
     share_still = float((table["dInd_rope"].abs() < 0.01).mean())
+    claim_record.check(
+        "heads in the sweep (share can reach 92% with one head moving)",
+        n,
+        ">=",
+        MIN_HEADS_FOR_SHARE,
+        kind="premise",
+    )
+    claim_record.check(
+        "chance that the largest effect lands on a top-2 prev head (2/n)",
+        2 / n,
+        "<=",
+        ALPHA,
+        kind="power",
+        n=n,
+    )
+    if "dInd_rope_sequences" in table.columns:
+        sequences = table["dInd_rope_sequences"]
+        claim_record.measure(
+            "heads measured on all 50 sequences (the rest on 4)",
+            int((sequences >= FULL_SWEEP_SEQUENCES).sum()),
+            n=n,
+        )
+        claim_record.check(
+            "fewest sequences any head was ablated on",
+            int(sequences.min()),
+            ">=",
+            FULL_SWEEP_SEQUENCES,
+            kind="power",
+            note="a 4-sequence screen's noise (~0.008) sits at the 0.01 cut",
+        )
     paper = S8B.get(evidence.ref.name)
+    head, ce_before, ce_after = paper if paper is not None else (None, None, None)
+    claim_record.measure("top-2 prev heads", sorted(top_prev))
     claim_record.measure(
-        "head with the largest induction effect", head_name(top_effect), paper=paper and paper[0]
+        "head with the largest induction effect", head_name(top_effect), paper=head
     )
     claim_record.measure(
         "its dInd_rope",
         float(top_effect["dInd_rope"]),
-        paper=paper and round(paper[2] - paper[1], 2),
+        paper=paper and f"{ce_before} -> {ce_after}",
     )
-    claim_record.measure("top-2 prev heads", sorted(top_prev))
-    claim_record.measure(
-        "share of heads with |dInd| < 0.01", share_still, paper="0.92-0.99", n=len(table)
+    claim_record.check(
+        "head with the largest induction effect is a top-2 prev head",
+        head_name(top_effect) in top_prev,
+        "==",
+        True,
+        kind="statement",
     )
-    assert head_name(top_effect) in top_prev
-    if paper is not None:
-        assert head_name(top_effect) == paper[0]
-        assert abs(top_effect["dInd_rope"] - (paper[2] - paper[1])) <= 0.01
-    if evidence.ref.kind != "toy":
-        assert 0.915 <= share_still <= 0.995
+    claim_record.check(
+        "share of heads with |dInd| < 0.01",
+        share_still,
+        ">=",
+        CONCENTRATED_SHARE,
+        kind="statement",
+        paper="0.92-0.99",
+        n=n,
+    )
+    if paper is None:  # the paper prints no numbers for this model
+        return
+    claim_record.check("share still, low end of 92-99%", share_still, ">=", "0.92", kind="number")
+    claim_record.check("share still, high end of 92-99%", share_still, "<=", "0.99", kind="number")
+    if evidence.ref.kind != "paper":
+        return
+    printed = float(ce_after) - float(ce_before)
+    claim_record.check(
+        "head with the largest induction effect is the paper's (released table vs text)",
+        head_name(top_effect),
+        "==",
+        head,
+        kind="consistency",
+    )
+    claim_record.check(
+        "its dInd_rope vs the printed after - before",
+        float(top_effect["dInd_rope"]),
+        "in",
+        (printed - 0.01, printed + 0.01),
+        kind="consistency",
+        paper=f"{ce_before} -> {ce_after}",
+    )
+
+
+@pytest.mark.claim(
+    "S8a",
+    section="8",
+    statement="The Im(M_t) ablation symmetrizes the relative-position kernel (by construction).",
+)
+def test_ablation_symmetrizes_by_construction(claim_record):
+    """Source (§8): "We ablate a head's directional RoPE content by zeroing Im(M_t) (dropping
+    the sin(Delta theta) component), which **symmetrizes** its relative-position kernel".
+
+    Reading: an identity of the ablation (cos is even), so it is checked once, as a simulation
+    without evidence: on random factors (40 draws: d in 16..96, k in 4..64 with a random number
+    of rotary pairs, bases 1e4 and 5e5, D = -32..32, a random content vector) the ablated kernel
+    S_abl (:func:`qkcore.linalg.rope.relative_kernel`, ``ablate=True``) is even, and it is
+    exactly the even part of the intact kernel, (S(D) + S(-D)) / 2 - the ablation removes the
+    antisymmetric part and nothing else.
+
+    Thresholds: float64 rounding of the (r/2 + 1)-term sums, relative to their scale
+    s = sum_t (|n Re M_t n| + |n Im M_t n|) + |n M_rest n|: |S_abl(D) - S_abl(-D)| and
+    |S_abl - even part| <= 4 (r/2 + 2) u s, u = 2^-53.
+
+    Premises: none (no evidence). Power: 40 draws; the intact kernels' asymmetry is recorded
+    to show there was something to remove."""
+    rng = np.random.default_rng(0)
+    worst_even, worst_part, intact_asym = 0.0, 0.0, 0.0
+    for _ in range(40):
+        d = int(rng.integers(16, 97))
+        k = 2 * int(rng.integers(2, 33))
+        r = 2 * int(rng.integers(1, k // 2 + 1))
+        info = RotaryInfo(r, float(rng.choice([1e4, 5e5])))
+        W_Q, W_K = rng.standard_normal((2, d, k)) / np.sqrt(d)
+        n = rng.standard_normal(d)
+        ops = frequency_operators(W_Q, W_K, info)
+        intact = relative_kernel(ops, n, KERNEL_TOKENS)
+        ablated = relative_kernel(ops, n, KERNEL_TOKENS, ablate=True)
+        re, im, rest = ops.bilinear(n[None, :], n[None, :])
+        scale = float(np.abs(re).sum() + np.abs(im).sum() + np.abs(rest).sum())
+        bound = 4 * (r // 2 + 2) * U64 * scale
+        worst_even = max(worst_even, float(np.abs(ablated - ablated[::-1]).max()) / bound)
+        even_part = (intact + intact[::-1]) / 2
+        worst_part = max(worst_part, float(np.abs(ablated - even_part).max()) / bound)
+        intact_asym = max(intact_asym, float(np.abs(intact - intact[::-1]).max()) / scale)
+    claim_record.check(
+        "max |S_abl(D) - S_abl(-D)| in units of its rounding bound",
+        worst_even,
+        "<=",
+        1.0,
+        kind="statement",
+        n=40,
+    )
+    claim_record.check(
+        "max |S_abl - (S(D) + S(-D))/2| in units of its rounding bound",
+        worst_part,
+        "<=",
+        1.0,
+        kind="statement",
+        n=40,
+    )
+    claim_record.measure("max |S(D) - S(-D)| / scale, intact kernels", intact_asym)
 
 
 @pytest.mark.claim(
@@ -118,20 +344,56 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record)
 )
 @pytest.mark.evidence("weights", "toy", schemes=ROPE)
 def test_ablation_symmetrizes_the_kernel(evidence, claim_record):
-    """Every head of the model. Kernel S(D), D = -32..32, with the mean attention input over
-    32 random tokens (seed 0) as the content vector on both sides, rebuilt from {M_t, theta_t}
-    (biases as an extra input row). Ablated kernel: max |S(D) - S(-D)| == 0 (cos is even to
-    the bit). The model's own fp32 scores against (symmetric + directional)/scale, unmasked
-    entries: max absolute difference <= 6e-6 as printed (the relative one is recorded)."""
-    check = frequency_check(evidence.model())
+    """Source (§8): "the decomposition full = symmetric + directional is verified to 6e-6
+    (fp32; 2e-5 on bf16 Llama)" (§7: "Full-score reconstruction from {M_t, theta_t} matches the
+    model to 1e-6/1e-2 in fp32/bf16").
+
+    Reading: what can fail per model is the decomposition against the model itself: every
+    head's symmetric (cosine + non-rotary) plus directional (sine) scores, rebuilt in float64
+    from {M_t, theta_t} (biases as an extra input row) on 32 random tokens (seed 0), against the
+    model's own fp32 pre-softmax scores, unmasked entries. That the ablated kernel is even is
+    an identity of the ablation (test_ablation_symmetrizes_by_construction): here it is only
+    recorded, with the intact kernels' asymmetry.
+
+    Thresholds: the model computes q = x W_Q and k = x W_K (d-term sums), q.k (d_k terms) and
+    the rotation at positions up to 32 in float32 (u = 2^-24 = 6e-8): the largest error,
+    relative to the layer's largest |score|, <= (d + d_k + 32) u (the worst-case linear bound;
+    sqrt(d) u is typical). Number (the paper's own models only): the absolute error <= the
+    printed 6e-6 (fp32) / 2e-5 (bf16 Llama) - an erratum if it fails; on other models the
+    paper prints no number, so it is recorded beside 6e-6.
+
+    Premises: the model runs in float32 (the tolerance's u).
+
+    Power: every head of the model, 32 x 32 scores each; no sampling question."""
+    model = evidence.model()
+    dtype = str(model.bridge.W_E.dtype).replace("torch.", "")
+    claim_record.check("dtype of the model's forward pass", dtype, "==", "float32", kind="premise")
+    d, k = model.factors.A.shape[-2:]
+    tolerance = (d + k + KERNEL_TOKENS) * U32
+    check = frequency_check(model, n_tokens=KERNEL_TOKENS)
+    claim_record.check(
+        "max |hook - (sym + dir)/scale| / max |score|",
+        check.max_rel_error,
+        "<=",
+        tolerance,
+        kind="statement",
+        note=f"(d + d_k + {KERNEL_TOKENS}) u32 with d = {d}, d_k = {k}",
+    )
+    printed = S8A_PRINTED.get(evidence.ref.name)
+    if printed is not None:
+        claim_record.check(
+            "max |hook - (sym + dir)/scale|", check.max_abs_error, "<=", printed, kind="number"
+        )
+    else:
+        claim_record.measure(
+            "max |hook - (sym + dir)/scale| (the paper's models: <= 6e-6)",
+            check.max_abs_error,
+            paper=6e-6,
+        )
     claim_record.measure(
-        "max |S(D) - S(-D)|, ablated kernels", check.max_ablated_asymmetry, comparison="== 0"
+        "max |S(D) - S(-D)|, ablated kernels (identity)", check.max_ablated_asymmetry
     )
     claim_record.measure("max |S(D) - S(-D)|, intact kernels", check.max_intact_asymmetry)
-    claim_record.measure(
-        "max |hook - (sym + dir)/scale|", check.max_abs_error, paper=6e-6, comparison="<= 6e-6"
-    )
-    claim_record.measure("max relative error", check.max_rel_error)
     claim_record.measure("max |full - (sym + dir)| (float64 rebuild)", check.max_split_error)
     for head, (offsets, intact, ablated) in check.kernels.items():
         title = f"kernel before/after Im(M_t) ablation: {evidence.ref.name} {head}"
@@ -139,8 +401,6 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim_record):
             title, "intact", offsets, intact, kind="line", xlabel="D = i - j", ylabel="score"
         )
         claim_record.plot(title, "ablated", offsets, ablated, kind="line")
-    assert check.max_ablated_asymmetry == 0.0
-    assert check.max_abs_error <= 6e-6
 
 
 @pytest.mark.claim(
@@ -150,11 +410,18 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim_record):
 )
 @pytest.mark.evidence("paper", models=("pythia-410m",))
 def test_published_kernels(evidence, claim_record):
-    """The released kernel curves are drawn. Evenness S(D) = S(-D) of the ablated ("killed")
-    kernel needs both signs of D: where the curves cover D <= 0 only (causal attention) the
-    test records them and skips - the claim is then tested from weights
-    (test_ablation_symmetrizes_the_kernel). With both signs: max |S(D) - S(-D)| of the killed
-    curve <= 1e-6 x max |S|."""
+    """Source (§8): "ablating Im(M_t) ... symmetrizes its relative-position kernel"; Fig.
+    kernels (right) shows the released before/after kernel of head 5.2.
+
+    Reading: the released "killed" kernel is even: S(D) = S(-D). That needs both signs of D:
+    where the curves cover D <= 0 only (causal attention) the test records them and skips -
+    the claim is then tested by test_ablation_symmetrizes_by_construction and, against the
+    model, by test_ablation_symmetrizes_the_kernel.
+
+    Thresholds: max |S(D) - S(-D)| <= 1e-6 max |S| (float32 storage, u = 6e-8, with room for
+    a few operations of the paper's pipeline: ~16 u).
+
+    Premises: both signs of D in the released curves (else skipped). Power: n/a."""
     curves = evidence.data.kernel_curves(evidence.ref.name)
     for (fig, head), part in curves.groupby(["fig", "head"]):
         part = part.sort_values("offset")
@@ -174,5 +441,10 @@ def test_published_kernels(evidence, claim_record):
     killed = curves[curves["head"] == "killed"].set_index("offset")["score"]
     both = [d for d in killed.index if d > 0 and -d in killed.index]
     asymmetry = max(abs(killed[d] - killed[-d]) for d in both)
-    claim_record.measure("max |S(D) - S(-D)|, killed curve", asymmetry, comparison="<= 1e-6 max|S|")
-    assert asymmetry <= 1e-6 * killed.abs().max()
+    claim_record.check(
+        "max |S(D) - S(-D)| / max |S|, killed curve",
+        asymmetry / float(killed.abs().max()),
+        "<=",
+        1e-6,
+        kind="statement",
+    )

@@ -66,6 +66,8 @@ def population_verdict(seeds: dict[str, str]) -> tuple[str, str]:
         return "supported", f"all {applicable} applicable seeds support ({chance})"
     if counts["refuted"] == applicable:
         return "refuted", f"all {applicable} applicable seeds refute ({chance})"
+    if counts["inconclusive"] == applicable:
+        return "inconclusive", f"every applicable seed is inconclusive ({told})"
     return "inconclusive", f"the seeds disagree ({told})"
 
 

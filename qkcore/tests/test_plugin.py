@@ -401,4 +401,5 @@ def test_population_rule():
     )
     assert verdict == "not-applicable" and "premise" in reason
     assert population_verdict({"a": "supported", "b": "error", "c": "supported"})[0] == "error"
+    assert "every applicable seed" in population_verdict(dict.fromkeys("abc", "inconclusive"))[1]
     assert population_verdict(dict.fromkeys("abcde", "supported"))[1].endswith("0.0625)")
