@@ -225,9 +225,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             tr.write_line(f"  changed {nodeid}: {old} -> {now}")
         for nodeid, now in sorted(changes.added.items()):
             tr.write_line(f"  added {nodeid}: {now}")
+        quiet = 0
         for nodeid, (old, now) in sorted(changes.refused.items()):
+            if old is None and now == "skipped":
+                quiet += 1  # evidence absent here and unknown to the baseline: nothing lost
+                continue
             kept = f"kept {old!r}" if old else "not written"
             tr.write_line(f"  refused {nodeid}: this run says {now!r} (undecided); {kept}")
+        if quiet:
+            tr.write_line(
+                f"  refused {quiet} skipped rows the baseline does not know (not written)"
+            )
     where = paths[0].parent if paths else None
     if where is not None:
         tr.write_line(f"report: {where}/claims.md (and claims.html, claims.json)")

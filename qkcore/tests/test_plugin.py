@@ -157,7 +157,7 @@ def test_baseline_known_refuted_passes_and_drift_fails(pytester: pytest.Pytester
             "baseline reports/baseline.json: 2 changed, 0 added, 1 refused",
             "  changed *paper:gpt2*: refuted -> supported",
             "  changed *paper:pythia-410m*: supported -> refuted",
-            "  refused *test_unavailable: this run says 'skipped' (undecided); not written",
+            "  refused 1 skipped rows the baseline does not know (not written)",
         ]
     )
     assert run(pytester).ret == 0
