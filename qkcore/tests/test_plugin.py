@@ -403,3 +403,30 @@ def test_population_rule():
     assert population_verdict({"a": "supported", "b": "error", "c": "supported"})[0] == "error"
     assert "every applicable seed" in population_verdict(dict.fromkeys("abc", "inconclusive"))[1]
     assert population_verdict(dict.fromkeys("abcde", "supported"))[1].endswith("0.0625)")
+
+
+def test_invalid_baseline_with_update_is_refused_with_a_fix_that_works(pytester: pytest.Pytester):
+    """The message must not send the user round in a circle (recommending the very flag that
+    was just refused)."""
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    (pytester.path / "reports").mkdir()
+    (pytester.path / "reports/baseline.json").write_text("[]")
+    result = run(pytester, "--claims-update-baseline")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    message = result.stderr.str()
+    assert "git checkout -- reports/baseline.json" in message
+    assert "--claims-baseline=none" in message
+    assert (pytester.path / "reports/baseline.json").read_text() == "[]"  # untouched
+
+
+def test_the_run_ends_with_the_claims_summary_and_report_paths(pytester: pytest.Pytester):
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    lines = [line for line in run(pytester).outlines if line.strip()]
+    summary = lines.index(next(line for line in lines if "short test summary info" in line))
+    before = lines[:summary]
+    assert before[-2].startswith("report: ") and before[-1].startswith("latest: ")
+    claims_section = before[
+        max(i for i, line in enumerate(before) if "claims" in line and "=" in line) :
+    ]
+    assert any(line.startswith("total: ") for line in claims_section)
+    assert len(lines) - summary <= 3  # only failures and errors are listed after it
