@@ -96,7 +96,7 @@ def render_html(
             f"<tr><td><a href='#{esc(entry['claim'])}'>{esc(entry['claim'])}</a></td>"
             f"<td>{esc(entry['statement'])}</td>{cells}</tr>"
         )
-    parts.append("</table><h2>Errata: the paper's print against its data</h2>")
+    parts.append("</table><h2>Errata: printed numbers against the data</h2>")
     if errata:
         parts.append(
             "<table><tr><th>claim</th><th>evidence</th><th>check</th><th>printed</th>"

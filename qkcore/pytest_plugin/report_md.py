@@ -65,7 +65,7 @@ def render_markdown(results: list[ClaimResult], baseline: dict[str, Any], create
         )
     head.append("")
     found = errata(results)
-    head += ["## Errata: the paper's print against its data", ""]
+    head += ["## Errata: printed numbers against the data", ""]
     if found:
         head += [
             "| claim | evidence | check | printed | measured | kind |",
