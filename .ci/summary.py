@@ -18,8 +18,15 @@ def main(path: str) -> int:
         print(f"ci: no claims report at {report}: the claims did not run to the end")
         return 1
     data = json.loads(report.read_text())
-    counts = Counter(r["verdict"] for r in data.get("results", []))
-    print("ci: verdicts " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    rows = data.get("results", [])
+    # a toy seed's row is a detail: its population row carries the verdict
+    counts = Counter(r["verdict"] for r in rows if not r.get("population"))
+    details = sum(1 for r in rows if r.get("population"))
+    print(
+        "ci: verdicts "
+        + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        + (f" (and {details} toy seed rows judged through their populations)" if details else "")
+    )
     baseline = data.get("baseline") or {}
     drift = baseline.get("drift") or []
     new = baseline.get("new") or []
