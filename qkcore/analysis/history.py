@@ -156,7 +156,8 @@ def cached_toy_history(run) -> pd.DataFrame:
         "models/loaded",
         "models/toy/view",
     )
-    return cached_frame(f"history-{run_key(run.config)}-{code}", lambda: toy_history(run))
+    key = f"history-{run_key(run.config, run.device)}-{code}"
+    return cached_frame(key, lambda: toy_history(run))
 
 
 def ginibre_median_band(

@@ -139,3 +139,20 @@ def test_cached_run_round_trips_and_interrupt_leaves_nothing(tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         toycache.trained_run(other, progress=False)
     assert not (tmp_path / toycache.run_key(other)).exists()
+
+
+def test_the_training_device_is_part_of_every_toy_cache_key():
+    """A run trained on another device is another model: it must never be served from, or
+    serve, the CPU run's cache entries (run, per-head tables, histories)."""
+    from dataclasses import replace
+
+    from qkcore.models.toy import cache as toycache
+    from qkcore.models.toy.view import loaded_toy
+
+    config = ToyConfig(scheme="alibi", **TINY)
+    assert toycache.run_key(config) == toycache.run_key(config, "cpu")
+    assert toycache.run_key(config, "cuda") != toycache.run_key(config)
+    run = train(replace(config, steps=0), progress=False)
+    assert run.device == "cpu"
+    cpu_key = loaded_toy(run).content_key
+    assert loaded_toy(replace(run, device="cuda")).content_key != cpu_key

@@ -36,9 +36,12 @@ __all__ = ["TRAINING_SOURCES", "load_tensors", "run_key", "trained_run"]
 TRAINING_SOURCES = ("models/toy/model", "models/toy/train", "stats/formation")
 
 
-def run_key(config: ToyConfig) -> str:
-    """``toy-<label>-<16 hex digits>`` of the config and the training code."""
+def run_key(config: ToyConfig, device: str = "cpu") -> str:
+    """``toy-<label>-<16 hex digits>`` of the config, the training code and, off the CPU, the
+    device (another device trains another model from the same seed)."""
     payload = json.dumps(asdict(config), sort_keys=True) + source_digest(*TRAINING_SOURCES)
+    if device != "cpu":
+        payload += f"device={device}"
     return f"toy-{config.label}-{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
 
 
@@ -66,7 +69,7 @@ def trained_run(
             )
         )
 
-    folder = DiskCache.default().get_or_build(run_key(config), build)
+    folder = DiskCache.default().get_or_build(run_key(config, device), build)
     meta = json.loads((folder / "meta.json").read_text())
     with np.load(folder / "checkpoints.npz") as npz:
         checkpoints: dict[int, dict[str, np.ndarray]] = {}
@@ -81,6 +84,7 @@ def trained_run(
         formation_step=float(meta["formation_step"]),
         seconds=float(meta["seconds"]),
         checkpoint_states=load_tensors(folder / "checkpoint_states.pt"),
+        device=str(meta.get("device", "cpu")),
     )
 
 

@@ -117,6 +117,7 @@ class TrainedRun:
     formation_step: float = float("nan")
     seconds: float = 0.0
     checkpoint_states: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict, repr=False)
+    device: str = "cpu"  # where it was trained: another device rounds differently
 
     def model(self, step: int | None = None) -> ToyTransformer:
         """The model with the final weights, or those of checkpoint ``step``."""
@@ -224,6 +225,7 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
             formed,
             time.perf_counter() - start,
             checkpoint_states,
+            device,
         )
     finally:
         torch.set_num_threads(threads)

@@ -95,7 +95,7 @@ def loaded_toy(run: TrainedRun, step: int | None = None) -> LoadedModel:
     return toy_model_view(
         run.model(step),
         name=f"toy:{run.config.label}{suffix}",
-        content_key=run_key(run.config) + suffix,
+        content_key=run_key(run.config, run.device) + suffix,
     )
 
 
