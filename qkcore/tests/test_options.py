@@ -12,26 +12,25 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def pytest_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def claims_run(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    """``pytest claims -q ARGS`` from the repository, as a user types it (QK_PAPER_DATA only
+    when ``env`` gives it)."""
     environment = {k: v for k, v in os.environ.items() if k != "QK_PAPER_DATA"} | (env or {})
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            *args,
-        ],
+        [sys.executable, "-m", "pytest", "claims", "-q", "-p", "no:cacheprovider", *args],
         cwd=REPO,
         env=environment,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
+
+
+def pytest_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``pytest claims --collect-only ARGS``."""
+    return claims_run("--collect-only", *args, env=env, timeout=300)
 
 
 @pytest.mark.parametrize(
@@ -90,29 +89,15 @@ def test_an_empty_gguf_errors_only_in_its_own_tests(tmp_path: Path):
     ids = _collected("--model", str(empty))
     assert any("[weights:x]" in i for i in ids)
     assert any("[weights:all-models]" in i for i in ids)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "0",
-            "-q",
-            "--claims-baseline=none",
-            f"--claims-report-dir={tmp_path / 'report'}",
-            "--model",
-            str(empty),
-            "-k",
-            "test_partial_association and weights:x",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={k: v for k, v in os.environ.items() if k != "QK_PAPER_DATA"},
+    result = claims_run(
+        "-n",
+        "0",
+        "--claims-baseline=none",
+        f"--claims-report-dir={tmp_path / 'report'}",
+        "--model",
+        str(empty),
+        "-k",
+        "test_partial_association and weights:x",
     )
     assert result.returncode == 1, result.stdout[-2000:]
     assert "is not a readable GGUF file" in result.stdout
@@ -142,28 +127,16 @@ def test_a_damaged_released_table_errors_only_in_its_own_rows(tmp_path: Path):
     columnless = data / "gpt-neo-1.3b_head_full.parquet"
     pd.read_parquet(columnless).drop(columns=["prev"]).to_parquet(columnless)
     assert _collected("--paper-data", str(data), "-k", "toy and s3")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "0",
-            "-q",
-            "--claims-baseline=none",
-            f"--claims-report-dir={tmp_path / 'report'}",
-            "--paper-data",
-            str(data),
-            "-k",
-            "test_absolute_and_alibi and paper",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    result = claims_run(
+        "-n",
+        "0",
+        "--claims-baseline=none",
+        f"--claims-report-dir={tmp_path / 'report'}",
+        "--paper-data",
+        str(data),
+        "-k",
+        "test_absolute_and_alibi and paper",
+        env={"QK_PAPER_DATA": str(source)},
     )
     rows = json.loads((tmp_path / "report" / "claims.json").read_text())["results"]
     verdicts = {r["evidence"]: (r["verdict"], r["reason"]) for r in rows}
