@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from qkcore.analysis.headtable import compare_tables
+from qkcore.analysis.tablecompare import compare_tables
 
 
 @pytest.mark.claim(

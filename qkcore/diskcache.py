@@ -1,9 +1,13 @@
 """Content-addressed disk cache, safe under pytest-xdist, never left half-written.
 
-An entry is a folder ``<root>/<key>/`` built by a callback into a private temporary folder,
+An entry is a folder ``<root>/<key>-<code>/`` built by a callback into a private temporary folder,
 given a ``MANIFEST.json`` (sha256 of every file), then renamed into place in one step. A file
 lock serialises builders of the same key, so two xdist workers never build it twice; readers
 verify the manifest, so a damaged entry is reported instead of used.
+
+``<code>`` is :func:`code_digest` - the whole qkcore source and the versions of the packages
+that shape numbers - appended by the cache itself, so no entry can outlive the code that
+computed it and no caller can forget to say which code that was.
 
 The root is ``$QK_CACHE_DIR``, else ``~/.cache/qkcore`` - outside the repository.
 
@@ -14,12 +18,13 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +35,16 @@ from qkcore.errors import QKError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CACHE_ENV", "DiskCache", "cached_frame", "sha256_file", "source_digest"]
+__all__ = [
+    "CACHE_ENV",
+    "NUMERIC_PACKAGES",
+    "DiskCache",
+    "cached_frame",
+    "code_digest",
+    "package_digest",
+    "package_versions",
+    "sha256_file",
+]
 
 CACHE_ENV = "QK_CACHE_DIR"
 _MANIFEST = "MANIFEST.json"
@@ -47,6 +61,8 @@ def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
 @dataclass(frozen=True)
 class DiskCache:
     root: Path
+    #: Names the code behind every entry (default :func:`code_digest`); part of each path.
+    code: str = field(default_factory=lambda: code_digest())
 
     @classmethod
     def default(cls) -> DiskCache:
@@ -54,7 +70,8 @@ class DiskCache:
         return cls(Path(root))
 
     def path(self, key: str) -> Path:
-        return self.root / key
+        """Where the entry for ``key`` lives: ``<root>/<key>-<code>``."""
+        return self.root / f"{key}-{self.code}"
 
     def get_or_build(self, key: str, build: Callable[[Path], None], *, verify: bool = True) -> Path:
         """The entry for ``key``, building it with ``build(tmp_dir)`` if absent."""
@@ -65,7 +82,7 @@ class DiskCache:
             return final
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            lock = FileLock(str(self.root / f"{key}.lock"))
+            lock = FileLock(str(self.root / f"{final.name}.lock"))
             lock.acquire()
         except OSError as exc:
             raise QKError(
@@ -79,7 +96,7 @@ class DiskCache:
                     self.verify(key)
                 return final
             self.remove_stale()
-            tmp = self.root / f".tmp-{key}-{os.getpid()}"
+            tmp = self.root / f".tmp-{final.name}-{os.getpid()}"
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()
             try:
@@ -138,15 +155,56 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def source_digest(*modules: str) -> str:
-    """12 hex digits of the source of ``qkcore`` modules, named by path inside the package
-    (``"linalg/spectra"``, ``"models/toy/train"``, ...): part of a cache key, so editing the
-    code that computes an entry rebuilds it."""
+#: Packages whose versions shape cached numbers (their version is part of every cache key).
+NUMERIC_PACKAGES = (
+    "numpy",
+    "scipy",
+    "pandas",
+    "torch",
+    "transformers",
+    "transformer_lens",
+    "gguf",
+    "safetensors",
+)
+
+
+def package_digest(root: Path) -> str:
+    """sha256 of every ``.py`` file under a package folder (path and bytes, in sorted order),
+    its ``tests/`` folders left out: tests check the code, they do not compute entries."""
     digest = hashlib.sha256()
-    here = Path(__file__).parent
-    for name in modules:
-        digest.update((here / f"{name}.py").read_bytes())
-    return digest.hexdigest()[:12]
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if "tests" in relative.parts[:-1]:
+            continue
+        digest.update(relative.as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def package_versions() -> str:
+    """``name=version`` of :data:`NUMERIC_PACKAGES` (``absent`` when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = []
+    for name in NUMERIC_PACKAGES:
+        try:
+            parts.append(f"{name}={version(name)}")
+        except PackageNotFoundError:
+            parts.append(f"{name}=absent")
+    return ";".join(parts)
+
+
+@functools.cache
+def code_digest() -> str:
+    """16 hex digits naming the code behind every cache entry: the whole ``qkcore`` source
+    (:func:`package_digest`) and the versions of the packages that shape numbers.
+
+    One rule for every cache (tables, toy runs, histories, dequantized models): editing any
+    module of the library, or upgrading torch, rebuilds what depends on it, so no entry
+    computed by other code is ever reused. The price is a cold cache after every change.
+    """
+    payload = package_digest(Path(__file__).parent) + package_versions()
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def cached_frame(key: str, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:

@@ -8,6 +8,7 @@ never asks which source it came from.
 - :mod:`~qkcore.analysis.ablation`   - score-level ablations of one head and their sweeps
 - :mod:`~qkcore.analysis.convention` - F2: scores rebuilt from the factors against the hooks
 - :mod:`~qkcore.analysis.headtable`  - the per-head table with the paper's columns, cached
+- :mod:`~qkcore.analysis.tablecompare` - two tables of one model, column by column
 - :mod:`~qkcore.analysis.depth`      - attention on real inputs in the resolvent view
 - :mod:`~qkcore.analysis.history`    - §9 natural history along a run's checkpoints
 - :mod:`~qkcore.analysis.gridruns`   - §10 grid runs in one form (released or trained here)

@@ -27,9 +27,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from qkcore.analysis.behaviour import induction_losses
+from qkcore.analysis.behaviour import induction_losses, next_token_nll
 from qkcore.errors import QKError
 from qkcore.linalg.rope import frequency_operators, rope_scores
+from qkcore.models.loaded import logits_as_numpy
 
 __all__ = [
     "KINDS",
@@ -122,7 +123,11 @@ def with_ablation(model, layer: int, head: int, kind: str) -> list[tuple[str, Ca
 
 
 def run_with_hooks(model, tokens: np.ndarray, hooks: list, names: set[str] | None = None):
-    """Forward pass with ``hooks`` applied; returns ``(logits, cache of names)`` as float64."""
+    """Forward pass with ``hooks`` applied; returns ``(logits, cache of names)``.
+
+    Logits stay in the dtype the model computed them in (a float64 copy of ``[batch, n,
+    vocab]`` was the largest array of a sweep); the cached hook tensors are float64.
+    """
     import torch
 
     bridge = model.bridge
@@ -140,7 +145,7 @@ def run_with_hooks(model, tokens: np.ndarray, hooks: list, names: set[str] | Non
         logits = bridge.run_with_hooks(
             torch.as_tensor(tokens, dtype=torch.long), fwd_hooks=hooks + saving
         )
-    return logits.detach().double().numpy(), cache
+    return logits_as_numpy(logits), cache
 
 
 def ablation_effect(
@@ -287,9 +292,7 @@ def screened_sweep(
 
 def next_token_loss(logits: np.ndarray, tokens: np.ndarray) -> float:
     """Mean next-token cross-entropy over every position of ``tokens: [B, n]``."""
-    logits = logits - logits.max(axis=-1, keepdims=True)
-    logp = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
-    return float(-np.take_along_axis(logp[:, :-1], tokens[:, 1:, None], axis=-1).mean())
+    return float(next_token_nll(logits, tokens).mean())
 
 
 def corpus_sweep(model, kind: str, tokens: np.ndarray) -> np.ndarray:

@@ -39,6 +39,7 @@ __all__ = [
     "induction_losses",
     "k_composition",
     "model_behaviour",
+    "next_token_nll",
     "pattern_scores",
     "random_token_forward",
     "repeated_random_tokens",
@@ -53,7 +54,9 @@ class BehaviourSpec:
     n_seq: int = 200
     length: int = 64
     seed: int = 0
-    batch: int = 20
+    #: Sequences per forward pass: numbers do not depend on it; memory does (the logits of one
+    #: batch are ``batch x 129 x vocab`` floats - 0.25 GB at 10 for a 49k vocabulary).
+    batch: int = 10
 
 
 def repeated_random_tokens(
@@ -90,18 +93,33 @@ def pattern_scores(pattern: np.ndarray, length: int) -> dict[str, np.ndarray]:
     return out
 
 
+def next_token_nll(logits: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Next-token cross-entropy ``[B, n - 1]``: ``-log softmax(logits[b, t])[tokens[b, t + 1]]``.
+
+    ``logits: [B, n, V]`` in any float dtype; the log-softmax is taken in float64 one sequence
+    at a time, so memory is one ``[n, V]`` float64 array beyond the logits, whatever the batch.
+    """
+    tokens = np.asarray(tokens)
+    n = tokens.shape[1]
+    nll = np.empty((tokens.shape[0], n - 1))
+    for row in range(tokens.shape[0]):
+        seq = np.asarray(logits[row, :-1], dtype=np.float64)  # [n-1, V]
+        seq = seq - seq.max(axis=-1, keepdims=True)
+        log_norm = np.log(np.exp(seq).sum(axis=-1))
+        nll[row] = log_norm - seq[np.arange(n - 1), tokens[row, 1:]]
+    return nll
+
+
 def induction_losses(logits: np.ndarray, tokens: np.ndarray, length: int) -> dict[str, float]:
     """Mean next-token cross-entropy over the first and second copy, and their difference.
 
     ``logits: [B, n, V]`` predicts token ``t + 1`` at position ``t``. Second copy: targets at
     the last ``length - 1`` positions (the first token of the copy is unpredictable).
     """
-    logits = logits - logits.max(axis=-1, keepdims=True)
-    logp = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
-    n = tokens.shape[1]
+    nll = next_token_nll(logits, tokens)
+    n = nll.shape[1] + 1
     second = np.arange(n - length, n - 1)  # predicting positions n-L+1 .. n-1
     first = second - length
-    nll = -np.take_along_axis(logp[:, :-1], tokens[:, 1:, None], axis=-1)[..., 0]  # [B, n-1]
     second_loss = float(nll[:, second].mean())
     first_loss = float(nll[:, first].mean())
     return {
@@ -154,6 +172,9 @@ def model_behaviour(model, spec: BehaviourSpec = BehaviourSpec()) -> dict[str, n
             sums[name] = sums.get(name, 0.0) + value * len(batch)
         if logits is not None:
             losses.append((len(batch), induction_losses(logits, batch, spec.length)))
+        # Release this batch's logits and patterns before the next forward pass allocates its
+        # own: holding two batches at once was the peak of a whole table build.
+        del cache, logits, patterns
     out: dict[str, np.ndarray | float] = {k: v / spec.n_seq for k, v in sums.items()}
     if losses:
         for key in losses[0][1]:

@@ -20,8 +20,9 @@ Columns (one row per head, sorted by layer and head):
   removed (:mod:`qkcore.analysis.ablation`); with a screen, ``<column>_sequences`` too.
 
 Model-level numbers (induction loss, ICL proxy) go to ``table.attrs``. Tables are cached on
-disk keyed by the model's content key, the parameters and the source of the modules that
-compute them, so a code change rebuilds them and nothing stale is reused.
+disk keyed by the model's content key and the parameters; the cache adds
+:func:`qkcore.diskcache.code_digest`, so a code change rebuilds them and nothing stale is
+reused.
 """
 
 from __future__ import annotations
@@ -34,42 +35,19 @@ import numpy as np
 import pandas as pd
 
 from qkcore.analysis.behaviour import BehaviourSpec, model_behaviour, token_range
-from qkcore.diskcache import cached_frame, source_digest
+from qkcore.diskcache import cached_frame
 from qkcore.linalg.nulls import NULL_METRICS, matched_sigma_null, singular_values
 from qkcore.linalg.rope import phase_features
-from qkcore.linalg.spectra import spectral_metrics
+from qkcore.linalg.spectra import METRICS, spectral_metrics
 
 __all__ = [
-    "COMPARE_TOLERANCE",
     "TableSpec",
     "cached_head_table",
-    "code_version",
-    "compare_tables",
     "copying_scores",
     "head_table",
     "self_match_scores",
+    "weight_columns",
 ]
-
-#: Modules whose source shapes a table's numbers (part of its cache key).
-_SOURCES = (
-    "linalg/kernels",
-    "linalg/operators",
-    "linalg/spectra",
-    "linalg/nulls",
-    "linalg/rope",
-    "models/hooks",
-    "models/loaded",
-    "models/pretrained",
-    "models/toy/view",
-    "analysis/behaviour",
-    "analysis/ablation",
-    "analysis/headtable",
-)
-
-
-def code_version() -> str:
-    """Hash of the source of every module that shapes a table's numbers."""
-    return source_digest(*_SOURCES)
 
 
 @dataclass(frozen=True)
@@ -97,26 +75,45 @@ def _numerical_rank(ops) -> np.ndarray:
     return (s > 1e-10 * s[..., :1]).sum(axis=-1)
 
 
-def copying_scores(model) -> np.ndarray:
-    """Share of eigenvalues of ``W_O W_U W_E W_V`` (per head, k x k) with positive real part."""
+def copying_scores(model, vocab_chunk: int = 8192) -> np.ndarray:
+    """Share of eigenvalues of ``W_O W_U W_E W_V`` (per head, k x k) with positive real part.
+
+    ``W_U W_E`` (``[d, d]``) is summed over vocabulary chunks in float64 and the heads are taken
+    one layer at a time, so no float64 copy of a whole embedding or of every ``W_O`` is made.
+    """
     import torch
 
     bridge = model.bridge
     with torch.no_grad():
-        W_E = bridge.W_E.double()
-        W_U = bridge.W_U.double()
-        UE = (W_U @ W_E).numpy()  # [d, d]
-        W_V = bridge.W_V.double().numpy()  # [L, H_kv, d, k]
-        W_O = bridge.W_O.double().numpy()  # [L, H, k, d]
-    W_V = np.repeat(W_V, model.n_heads // W_V.shape[1], axis=1)
-    core = W_O @ UE @ W_V  # [L, H, k, k]
-    eig = np.linalg.eigvals(core)
-    radius = np.abs(eig).max(axis=-1, keepdims=True)
-    nonzero = np.abs(eig) > 1e-10 * radius
-    return ((eig.real > 0) & nonzero).sum(axis=-1) / nonzero.sum(axis=-1)
+        W_E, W_U = bridge.W_E, bridge.W_U  # [V, d], [d, V]
+        UE = np.zeros((W_U.shape[0], W_E.shape[1]))
+        for start in range(0, W_E.shape[0], vocab_chunk):
+            rows = slice(start, start + vocab_chunk)
+            UE += (W_U[:, rows].double() @ W_E[rows].double()).numpy()
+        scores = np.empty((model.n_layers, model.n_heads))
+        for layer in range(model.n_layers):
+            W_V = bridge.W_V[layer].double().numpy()  # [H_kv, d, k]
+            W_O = bridge.W_O[layer].double().numpy()  # [H, k, d]
+            W_V = np.repeat(W_V, model.n_heads // W_V.shape[0], axis=0)
+            eig = np.linalg.eigvals(W_O @ UE @ W_V)  # [H, k]
+            radius = np.abs(eig).max(axis=-1, keepdims=True)
+            nonzero = np.abs(eig) > 1e-10 * radius
+            scores[layer] = ((eig.real > 0) & nonzero).sum(axis=-1) / nonzero.sum(axis=-1)
+    return scores
 
 
 def self_match_scores(model, n_tokens: int, seed: int) -> np.ndarray:
+    """Mean row z-score of the diagonal of ``S = E M E^T`` over ``n_tokens`` vocabulary tokens.
+
+    Computed in factored form, never forming the ``n x n`` matrix ``S``: with per-head queries
+    ``Q = E A`` and keys ``K = E B`` (``[n, k]`` each), ``S_ij = q_i . k_j``, so
+
+        diag_i = q_i . k_i,   mean_i = q_i . k_bar,   var_i = q_i^T Cov(K) q_i,
+
+    where ``k_bar`` and ``Cov(K) = (K - k_bar)^T (K - k_bar) / n`` are over the ``n`` keys (the
+    population variance, as ``S.std(axis=-1)``). That is O(n k + k^2) memory per head instead of
+    O(n^2), and one layer at a time: shape ``[L, H]``.
+    """
     import torch
 
     rng = np.random.default_rng(seed)
@@ -125,15 +122,23 @@ def self_match_scores(model, n_tokens: int, seed: int) -> np.ndarray:
         np.arange(low, model.d_vocab), size=min(n_tokens, model.d_vocab - low), replace=False
     )
     with torch.no_grad():
-        E = model.bridge.W_E.double().numpy()[ids]
+        E = model.bridge.W_E[torch.as_tensor(ids)].double().numpy()
     if model.norm == "ln":
         E = E - E.mean(axis=1, keepdims=True)
     E = E / np.sqrt((E**2).mean(axis=1, keepdims=True))
     ops = model.factors
-    S = (E @ ops.A) @ np.swapaxes(E @ ops.B, -1, -2)  # [L, H, n, n]
-    diag = np.diagonal(S, axis1=-2, axis2=-1)
-    z = (diag - S.mean(axis=-1)) / S.std(axis=-1)
-    return z.mean(axis=-1)
+    scores = np.empty(ops.batch_shape)
+    for layer in range(ops.batch_shape[0]):
+        Q = E @ ops.A[layer]  # [H, n, k]
+        K = E @ ops.B[layer]
+        diag = np.einsum("hnk,hnk->hn", Q, K)
+        k_bar = K.mean(axis=1)  # [H, k]
+        mean = np.einsum("hnk,hk->hn", Q, k_bar)
+        centred = K - k_bar[:, None, :]
+        cov = np.swapaxes(centred, -1, -2) @ centred / K.shape[1]  # [H, k, k]
+        var = np.einsum("hnk,hkl,hnl->hn", Q, cov, Q)
+        scores[layer] = ((diag - mean) / np.sqrt(var)).mean(axis=-1)
+    return scores
 
 
 def _ablation_columns(model, spec: TableSpec) -> dict[str, np.ndarray]:
@@ -165,26 +170,52 @@ def _ablation_columns(model, spec: TableSpec) -> dict[str, np.ndarray]:
     return columns
 
 
+def weight_columns(model, spec: TableSpec = TableSpec()) -> dict[str, np.ndarray]:
+    """The columns that need only the weights (rank, spectra, null, RoPE phase, copying,
+    self-match), ``[L, H]`` each, computed one layer at a time.
+
+    Peak memory is the model's own arrays plus one layer's temporaries: the null shares one
+    set of Haar overlaps over all heads (seeded by ``null_seed`` alone), so per-layer calls give
+    the same numbers as one call over every head.
+    """
+    ops = model.factors
+    per_layer: list[dict[str, np.ndarray]] = []
+    for layer in range(ops.batch_shape[0]):
+        sub = ops[layer]
+        columns = {"rank": _numerical_rank(sub)}
+        metrics = spectral_metrics(sub)
+        columns.update(metrics)
+        null = matched_sigma_null(sub, n_draws=spec.null_draws, seed=spec.null_seed)
+        for name in NULL_METRICS:
+            columns[f"{name}_null_mean"] = null[name].mean
+            columns[f"{name}_null_std"] = null[name].std
+            columns[f"{name}_z"] = null[name].z(metrics[name])
+        if model.rotary is not None:
+            columns.update(phase_features(sub.A, sub.B, model.rotary))
+        per_layer.append(columns)
+    stacked = {name: np.stack([c[name] for c in per_layer]) for name in per_layer[0]}
+    stacked["copying"] = copying_scores(model)
+    stacked["self_match"] = self_match_scores(model, spec.self_match_tokens, spec.null_seed)
+    return stacked
+
+
 def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
     """Build the per-head table of a loaded model (uncached; see :func:`cached_head_table`)."""
-    ops = model.factors
-    L, H = ops.batch_shape
+    L, H = model.factors.batch_shape
     layer, head = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
-    columns: dict[str, np.ndarray] = {"layer": layer, "head": head, "rank": _numerical_rank(ops)}
-    metrics = spectral_metrics(ops)
-    columns.update(metrics)
-    null = matched_sigma_null(ops, n_draws=spec.null_draws, seed=spec.null_seed)
-    for name in NULL_METRICS:
-        columns[f"{name}_null_mean"] = null[name].mean
-        columns[f"{name}_null_std"] = null[name].std
-        columns[f"{name}_z"] = null[name].z(metrics[name])
+    columns: dict[str, np.ndarray] = {"layer": layer, "head": head}
+    weights = weight_columns(model, spec)
+    before_behaviour = ["rank", *METRICS]
+    before_behaviour += [
+        f"{m}_{part}" for m in NULL_METRICS for part in ("null_mean", "null_std", "z")
+    ]
+    columns.update({name: weights.pop(name) for name in before_behaviour})
     behaviour = model_behaviour(model, spec.behaviour)
     for name in ("prev", "dup", "ind"):
         columns[name] = behaviour[name]
-    columns["copying"] = copying_scores(model)
-    columns["self_match"] = self_match_scores(model, spec.self_match_tokens, spec.null_seed)
-    if model.rotary is not None:
-        columns.update(phase_features(ops.A, ops.B, model.rotary))
+    columns["copying"] = weights.pop("copying")
+    columns["self_match"] = weights.pop("self_match")
+    columns.update(weights)  # RoPE phase features
     if spec.ablations and model.causal:
         columns.update(_ablation_columns(model, spec))
     table = pd.DataFrame({k: np.asarray(v).reshape(-1) for k, v in columns.items()})
@@ -198,55 +229,6 @@ def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
 
 
 def cached_head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
-    """:func:`head_table`, cached on disk by (model content, spec, code version)."""
-    key = f"table-{model.content_key}-{spec.key()}-{code_version()}"
+    """:func:`head_table`, cached on disk by model content and spec (and the code digest)."""
+    key = f"table-{model.content_key}-{spec.key()}"
     return cached_frame(key, lambda: head_table(model, spec))
-
-
-#: Column -> largest absolute difference that still counts as "the same table" when a published
-#: table is recomputed from the same weights. Deterministic spectral columns: float32 weights
-#: analysed in float64 agree to ~1e-6, so 1e-3 only absorbs bf16 storage. Behaviour columns are
-#: means over 200 x 64 attention weights on different random tokens: their Monte Carlo spread
-#: is ~0.01, so 0.05 is 5 of those. Null means are over 300 draws with another seed: 0.01.
-COMPARE_TOLERANCE = {
-    "dir_frac": 1e-3,
-    "D_head": 1e-3,
-    "imag_mass": 1e-3,
-    "henrici": 1e-3,
-    "content_pos_frac": 1e-3,
-    "spectral_radius": 1e-3,
-    "rope_imag_frac": 1e-3,
-    "freq_centroid": 1e-3,
-    "hi_freq_dir": 1e-3,
-    "prev": 0.05,
-    "dup": 0.05,
-    "ind": 0.05,
-    "dir_frac_null_mean": 0.01,
-    "D_head_null_mean": 0.01,
-}
-
-
-def compare_tables(published: pd.DataFrame, recomputed: pd.DataFrame) -> pd.DataFrame:
-    """Column-by-column agreement of two per-head tables of one model (heads matched on
-    layer/head): n, max absolute difference, Spearman rho, tolerance and whether it holds."""
-    import scipy.stats
-
-    merged = published.merge(recomputed, on=["layer", "head"], suffixes=("_pub", "_new"))
-    rows = []
-    for column, tol in COMPARE_TOLERANCE.items():
-        if f"{column}_pub" not in merged or f"{column}_new" not in merged:
-            continue
-        a, b = merged[f"{column}_pub"].to_numpy(), merged[f"{column}_new"].to_numpy()
-        diff = float(np.nanmax(np.abs(a - b)))
-        rho = float(scipy.stats.spearmanr(a, b).statistic) if len(a) > 2 else float("nan")
-        rows.append(
-            {
-                "column": column,
-                "n": len(a),
-                "max_abs_diff": diff,
-                "spearman": rho,
-                "tolerance": tol,
-                "agrees": diff <= tol,
-            }
-        )
-    return pd.DataFrame(rows)

@@ -141,22 +141,10 @@ def toy_history(run, length: int | None = None) -> pd.DataFrame:
 
 def cached_toy_history(run) -> pd.DataFrame:
     """:func:`toy_history`, cached on disk by the run's key and the code that computes it."""
-    from qkcore.diskcache import cached_frame, source_digest
+    from qkcore.diskcache import cached_frame
     from qkcore.models.toy.cache import run_key
 
-    code = source_digest(
-        "analysis/history",
-        "analysis/behaviour",
-        "linalg/kernels",
-        "linalg/spectra",
-        "linalg/rope",
-        "linalg/operators",
-        "stats/inference",
-        "models/hooks",
-        "models/loaded",
-        "models/toy/view",
-    )
-    key = f"history-{run_key(run.config, run.device)}-{code}"
+    key = f"history-{run_key(run.config, run.device)}"
     return cached_frame(key, lambda: toy_history(run))
 
 

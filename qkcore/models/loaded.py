@@ -27,7 +27,7 @@ from qkcore.linalg.operators import QKFactors
 from qkcore.linalg.rope import RotaryInfo
 from qkcore.models.hooks import ForwardBridge
 
-__all__ = ["InputSampler", "LoadedModel"]
+__all__ = ["InputSampler", "LoadedModel", "logits_as_numpy"]
 
 #: ``sampler(n_seq, length, seed) -> tokens [n_seq, length]``: real inputs for this model.
 InputSampler = Callable[[int, int, int], np.ndarray]
@@ -82,7 +82,9 @@ class LoadedModel:
     ) -> Any:
         """Forward pass on ``tokens: [batch, n]``; the named hooks as float64 arrays.
 
-        With ``return_logits``: ``(hooks, logits [batch, n, vocab] float64)``.
+        With ``return_logits``: ``(hooks, logits [batch, n, vocab])``, the logits in the dtype
+        the model computed them in (:func:`logits_as_numpy`; consumers such as
+        :func:`qkcore.analysis.behaviour.induction_losses` widen one row at a time).
         """
         import torch
 
@@ -95,5 +97,16 @@ class LoadedModel:
             raise QKError(f"{self.name}: hooks {sorted(missing)} were not produced by the bridge.")
         hooks = {n: cache[n].detach().to(torch.float64).numpy() for n in names}
         if return_logits:
-            return hooks, logits.detach().to(torch.float64).numpy()
+            return hooks, logits_as_numpy(logits)
         return hooks
+
+
+def logits_as_numpy(logits) -> np.ndarray:
+    """Logits as numpy in the dtype the model computed them in (bfloat16/half widened to
+    float32, which numpy lacks): never a float64 copy of ``[batch, n, vocab]``."""
+    import torch
+
+    logits = logits.detach()
+    if logits.dtype not in (torch.float32, torch.float64):
+        logits = logits.float()
+    return logits.numpy()

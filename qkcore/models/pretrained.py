@@ -100,11 +100,9 @@ def _check_gguf(path: Path) -> None:
 
 
 def _dequantized_gguf(path: Path) -> tuple[Path, str]:
-    import gguf
-    import transformers
-
     _check_gguf(path)
-    key = f"gguf-{sha256_file(path)[:16]}-tf{transformers.__version__}-gguf{_version(gguf)}"
+    # the cache appends the code digest: the transformers / gguf versions and this code
+    key = f"gguf-{sha256_file(path)[:16]}"
     cache = DiskCache.default()
     state = "cached" if cache.path(key).exists() else "cold"
 
@@ -122,15 +120,6 @@ def _dequantized_gguf(path: Path) -> tuple[Path, str]:
         tokenizer.save_pretrained(tmp)
 
     return cache.get_or_build(key, build), state
-
-
-def _version(module: Any) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(module.__name__)
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _load_hf(folder: Path, source: ModelSource, dtype: Any) -> tuple[Any, Any]:

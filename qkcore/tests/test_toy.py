@@ -12,6 +12,7 @@ import torch
 
 from qkcore import QKError, QKFactors
 from qkcore.analysis.convention import convention_check
+from qkcore.diskcache import DiskCache
 from qkcore.linalg.rope import RotaryInfo, frequency_operators
 from qkcore.linalg.spectra import dir_frac
 from qkcore.models.toy.model import ToyConfig, ToyTransformer
@@ -138,7 +139,7 @@ def test_cached_run_round_trips_and_interrupt_leaves_nothing(tmp_path, monkeypat
     other = ToyConfig(scheme="ape", **TINY)
     with pytest.raises(KeyboardInterrupt):
         toycache.trained_run(other, progress=False)
-    assert not (tmp_path / toycache.run_key(other)).exists()
+    assert not DiskCache(tmp_path).path(toycache.run_key(other)).exists()
 
 
 def test_the_training_device_is_part_of_every_toy_cache_key():

@@ -24,22 +24,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from qkcore.diskcache import DiskCache, source_digest
+from qkcore.diskcache import DiskCache
 from qkcore.errors import QKError
 from qkcore.models.toy.model import ToyConfig
 from qkcore.models.toy.train import TrainedRun, train
 
-__all__ = ["TRAINING_SOURCES", "load_tensors", "run_key", "trained_run"]
-
-
-#: The modules whose source decides a run's weights (part of its cache key).
-TRAINING_SOURCES = ("models/toy/model", "models/toy/train", "stats/formation")
+__all__ = ["load_tensors", "run_key", "trained_run"]
 
 
 def run_key(config: ToyConfig, device: str = "cpu") -> str:
-    """``toy-<label>-<16 hex digits>`` of the config, the training code and, off the CPU, the
-    device (another device trains another model from the same seed)."""
-    payload = json.dumps(asdict(config), sort_keys=True) + source_digest(*TRAINING_SOURCES)
+    """``toy-<label>-<16 hex digits>`` of the config and, off the CPU, the device (another
+    device trains another model from the same seed). The cache adds the code digest."""
+    payload = json.dumps(asdict(config), sort_keys=True)
     if device != "cpu":
         payload += f"device={device}"
     return f"toy-{config.label}-{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
