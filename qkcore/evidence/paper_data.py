@@ -205,16 +205,40 @@ class PaperData:
             return str(exc)
         return ""
 
+    def checkpoint_problem(self, model: str) -> str:
+        """Why ``model``'s checkpoint series cannot be read as a history ("" when it can)."""
+        try:
+            self.checkpoint_table(model, "ckpt_analysis")
+        except QKError as exc:
+            return str(exc)
+        return ""
+
+    def unrecognised(self) -> tuple[Path, ...]:
+        """Files present that no table kind claims (reported, never read): a later release's
+        extra files, notes, or misnamed tables."""
+        known = set(self._all_tables().values()) | {run.path for run in self.runs()}
+        return tuple(
+            path
+            for path in sorted(self.root.rglob("*"))
+            if path.is_file() and path not in known and path.name != "NOTICE.md"
+        )
+
+    def _all_tables(self) -> dict[tuple[str, str], Path]:
+        return {
+            (kind, model): path
+            for kind in _REQUIRED
+            if kind != "run"
+            for model, path in self._tables(kind).items()
+        }
+
     def runs(self) -> list[TrainingRun]:
-        """Every training run under ``trainB/`` (file-name order)."""
+        """Every training run under ``trainB/`` whose file name parses (file-name order);
+        others are left to :meth:`unrecognised`."""
         runs = []
         for path in sorted((self.root / "trainB").glob("*.parquet")):
             match = _RUN_RE.match(path.name)
             if match is None:
-                raise QKError(
-                    f"{path}: training-run file name does not follow "
-                    "<scheme>_<constraint>_lam<lambda>_seed<s>.parquet."
-                )
+                continue
             runs.append(
                 TrainingRun(
                     scheme=match["scheme"],

@@ -78,10 +78,12 @@ def test_corrupt_parquet(data_dir: Path):
         PaperData.discover(data_dir).head_table("trunc")
 
 
-def test_bad_run_file_name(data_dir: Path):
+def test_unparsed_run_file_names_are_reported_not_read(data_dir: Path):
     (data_dir / "trainB" / "whatever.parquet").write_bytes(b"")
-    with pytest.raises(QKError, match="does not follow <scheme>_<constraint>_lam"):
-        PaperData.discover(data_dir).runs()
+    (data_dir / "README.txt").write_text("a later release's note")
+    data = PaperData.discover(data_dir)
+    assert all(run.path.name != "whatever.parquet" for run in data.runs())
+    assert {p.name for p in data.unrecognised()} == {"whatever.parquet", "README.txt"}
 
 
 def test_unknown_model(data_dir: Path):

@@ -1,0 +1,365 @@
+"""Pieces of evidence: what a claim test receives, and what must be built before it can run.
+
+Every piece answers the :class:`Evidence` protocol - an id (``paper:gpt2``,
+``weights:smollm2-135m``, ``toy:rope-s1``, ``toy:all-models``, ...), its kind and regime - and
+gives what it can (``head_table()``, ``history()``, ``model()``, ``grid()``, ``tables()``).
+Each piece also lists its :class:`BuildTask` s: the slow, cached computations (a dequantized
+model and its table, a toy run, its table and history) that the preparation phase runs before
+the tests, so that tests only read caches.
+
+Loads are memoised per process: every test of one xdist worker shares one loaded model.
+
+Why one module: the six kinds of piece share the protocol, the build-task type and the
+per-process memo of loaded models and tables; split, each would import the others' memos.
+
+Example::
+
+    piece = WeightsEvidence(EvidenceRef("weights", "smollm2-135m", "rope"), "smollm2-135m")
+    [task.label for task in piece.build_tasks()]   # ['weights:smollm2-135m table']
+    piece.head_table()                             # DataFrame, 270 rows (cached on disk)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Protocol, runtime_checkable
+
+import pandas as pd
+
+from qkcore.analysis.headtable import TableSpec
+from qkcore.errors import QKError
+from qkcore.evidence.paper_data import PaperData
+from qkcore.evidence.refs import EvidenceRef
+from qkcore.models import LoadedModel, load_model
+from qkcore.models.toy.model import ToyConfig
+
+__all__ = [
+    "WEIGHTS_TABLE",
+    "WEIGHTS_TABLE_WITH_SWEEPS",
+    "BuildTask",
+    "Evidence",
+    "ModelSet",
+    "PaperEvidence",
+    "PaperEvidenceSet",
+    "ToyEvidence",
+    "ToyGridEvidence",
+    "WeightsEvidence",
+]
+
+
+@dataclass(frozen=True)
+class BuildTask:
+    """One cached computation a piece of evidence needs: ``fn(*args)`` fills the disk cache.
+
+    ``key`` identifies the work (two pieces needing the same run share one task); ``cost`` is the
+    expected seconds on 2 cores, used to start the largest first and to estimate the time left;
+    ``memory_gb`` the expected peak, so the preparation never runs two large builds at once.
+    ``fn`` and ``args`` must pickle: tasks run in a process pool.
+    """
+
+    key: tuple
+    label: str
+    fn: Callable[..., Any]
+    args: tuple = ()
+    cost: float = 60.0
+    memory_gb: float = 1.0
+
+
+@runtime_checkable
+class Evidence(Protocol):
+    """What every piece of evidence says about itself."""
+
+    @property
+    def evidence_id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    def build_tasks(self) -> list[BuildTask]: ...
+
+
+@dataclass(frozen=True)
+class PaperEvidence:
+    """One model's published tables (nothing to build: they are read as released)."""
+
+    ref: EvidenceRef
+    data: PaperData
+    broken: str = ""  # why the table cannot be read: only this evidence's tests error
+
+    kind = "paper"
+    regime = "paper"
+
+    @property
+    def evidence_id(self) -> str:
+        return self.ref.evidence_id
+
+    def head_table(self) -> pd.DataFrame:
+        if self.broken:
+            raise QKError(self.broken)
+        return self.data.head_table(self.ref.name)
+
+    def history(self) -> pd.DataFrame:
+        """The released checkpoint series in the common form (:mod:`qkcore.analysis.history`)."""
+        from qkcore.analysis.history import paper_history
+
+        return paper_history(self.data.checkpoint_table(self.ref.name, "ckpt_analysis"))
+
+    def build_tasks(self) -> list[BuildTask]:
+        return []
+
+
+@dataclass(frozen=True)
+class PaperEvidenceSet:
+    """Every model with a readable published per-head table (multi-model claims)."""
+
+    refs: tuple[EvidenceRef, ...]
+    data: PaperData
+    evidence_id: str = "paper:all-models"
+
+    kind = "paper"
+    regime = "paper"
+
+    def tables(self) -> dict[EvidenceRef, pd.DataFrame]:
+        return {ref: self.data.head_table(ref.name) for ref in self.refs}
+
+    def grid(self) -> dict:
+        """Main cells of the released §10 grid: ``{arm: [GridRun]}``."""
+        return _paper_grid(self.data)
+
+    def build_tasks(self) -> list[BuildTask]:
+        return []
+
+
+@cache
+def _paper_grid(data: PaperData) -> dict:
+    from qkcore.analysis.gridruns import paper_grid
+
+    return paper_grid(data)
+
+
+#: Pretrained tables without the ablation sweep by default; with ``--weights-sweeps`` they carry
+#: the screened sweep: every head exactly on 4 of the 50 sequences, the 10 largest again on all
+#: 50 (a full sweep of SmolLM2 is ~2.1 h on 2 cores, the screened one ~12 min - measured by
+#: ``python benchmarks/bench_table.py``; too long for the default run).
+WEIGHTS_TABLE = TableSpec()
+WEIGHTS_TABLE_WITH_SWEEPS = TableSpec(ablations=True, ablation_screen_sequences=4)
+
+
+@dataclass(frozen=True)
+class WeightsEvidence:
+    """A model whose weights are on this machine; loaded once per process on first use."""
+
+    ref: EvidenceRef
+    spec: str
+    sweeps: bool = False  # --weights-sweeps: the table carries the per-head ablation sweep
+    broken: str = ""  # why the weights cannot be read: only this evidence's tests error
+    available: bool = True  # False: skipped (not on this machine); nothing to build
+
+    kind = "weights"
+    regime = "pretrained"
+
+    @property
+    def evidence_id(self) -> str:
+        return self.ref.evidence_id
+
+    def model(self) -> LoadedModel:
+        if self.broken:
+            raise QKError(self.broken)
+        return _load(self.spec)
+
+    def head_table(self) -> pd.DataFrame:
+        """The recomputed per-head table (paper's columns), cached on disk by content."""
+        if self.broken:
+            raise QKError(self.broken)
+        return _table(self.spec, self.sweeps)
+
+    def build_tasks(self) -> list[BuildTask]:
+        if self.broken or not self.available:
+            return []
+        # measured on 2 cores (benchmarks/bench_table.py, bench_table_memory.py): SmolLM2's
+        # table ~110 s and 2.6 GiB; the screened sweep adds ~700 s
+        cost = 120.0 + (700.0 if self.sweeps else 0.0)
+        return [
+            BuildTask(
+                key=("weights-table", self.spec, self.sweeps),
+                label=f"{self.evidence_id} table",
+                fn=build_weights_table,
+                args=(self.spec, self.sweeps),
+                cost=cost,
+                memory_gb=3.0,
+            )
+        ]
+
+
+@cache
+def _load(spec: str) -> LoadedModel:
+    return load_model(spec)
+
+
+@cache
+def _table(spec: str, sweeps: bool) -> pd.DataFrame:
+    from qkcore.analysis.headtable import cached_head_table
+
+    return cached_head_table(_load(spec), WEIGHTS_TABLE_WITH_SWEEPS if sweeps else WEIGHTS_TABLE)
+
+
+def build_weights_table(spec: str, sweeps: bool) -> None:
+    """Preparation: load (dequantize) a model and build its per-head table into the cache."""
+    _table(spec, sweeps)
+
+
+@dataclass(frozen=True)
+class ToyEvidence:
+    """A free toy run trained here (cached by config and code); loaded on first use."""
+
+    ref: EvidenceRef
+    config: ToyConfig
+    device: str = "cpu"
+
+    kind = "toy"
+
+    @property
+    def evidence_id(self) -> str:
+        return self.ref.evidence_id
+
+    @property
+    def regime(self) -> str:
+        return "toy-cpu" if self.device == "cpu" else f"toy-{self.device}"
+
+    def run(self):
+        return _toy_run(self.config, self.device)
+
+    def model(self) -> LoadedModel:
+        return _toy_loaded(self.config, self.device)
+
+    def history(self) -> pd.DataFrame:
+        """Natural history over the run's checkpoints
+        (:func:`qkcore.analysis.history.toy_history`)."""
+        return _toy_history(self.config, self.device)
+
+    def head_table(self) -> pd.DataFrame:
+        """Per-head table with the ablation sweeps (8 heads: cheap on a toy)."""
+        return _toy_table(self.config, self.device)
+
+    def build_tasks(self) -> list[BuildTask]:
+        return [
+            BuildTask(
+                key=("toy", self.config, self.device),
+                label=f"{self.evidence_id} run, table and history",
+                fn=build_toy,
+                args=(self.config, self.device),
+                cost=150.0,
+                memory_gb=1.0,
+            )
+        ]
+
+
+@cache
+def _toy_run(config: ToyConfig, device: str):
+    from qkcore.models.toy.cache import trained_run
+
+    return trained_run(config, device=device)
+
+
+@cache
+def _toy_history(config: ToyConfig, device: str) -> pd.DataFrame:
+    from qkcore.analysis.history import cached_toy_history
+
+    return cached_toy_history(_toy_run(config, device))
+
+
+@cache
+def _toy_loaded(config: ToyConfig, device: str) -> LoadedModel:
+    from qkcore.models.toy.view import loaded_toy
+
+    return loaded_toy(_toy_run(config, device))
+
+
+@cache
+def _toy_table(config: ToyConfig, device: str) -> pd.DataFrame:
+    from qkcore.analysis.headtable import cached_head_table
+
+    return cached_head_table(_toy_loaded(config, device), TableSpec(ablations=True))
+
+
+def build_toy(config: ToyConfig, device: str) -> None:
+    """Preparation: train (or read) a toy run, then its table and natural history."""
+    _toy_table(config, device)
+    _toy_history(config, device)
+
+
+@dataclass(frozen=True)
+class ModelSet:
+    """Every available piece of one evidence kind (``weights`` or free ``toy`` runs) as a set:
+    the unit of a multi-model claim. ``absent`` names the pieces this machine lacks."""
+
+    kind: str
+    members: tuple
+    absent: tuple[str, ...] = ()
+
+    @property
+    def evidence_id(self) -> str:
+        return f"{self.kind}:all-models"
+
+    @property
+    def regime(self) -> str:
+        regimes = sorted({m.regime for m in self.members})
+        return "+".join(regimes) or "none"
+
+    def tables(self) -> dict[EvidenceRef, pd.DataFrame]:
+        return {member.ref: member.head_table() for member in self.members}
+
+    def build_tasks(self) -> list[BuildTask]:
+        return [task for member in self.members for task in member.build_tasks()]
+
+
+@dataclass(frozen=True)
+class ToyGridEvidence:
+    """The §10 grid trained here at the CPU default scale (``--toy-grid``), ``seeds`` per arm."""
+
+    seeds: int
+    device: str = "cpu"
+    wanted: bool = True  # False: opt-in and not asked for (skipped; nothing to build)
+
+    kind = "toy"
+    regime = "toy-cpu"
+
+    @property
+    def evidence_id(self) -> str:
+        return f"toy:grid-n{self.seeds}"
+
+    def grid(self) -> dict:
+        return _toy_grid(self.seeds, self.device)
+
+    def build_tasks(self) -> list[BuildTask]:
+        if not self.wanted:
+            return []
+        from qkcore.models.toy.grid import grid_configs
+
+        return [
+            BuildTask(
+                key=("toy", config, self.device),
+                label=f"toy:grid {config.label}",
+                fn=build_grid_run,
+                args=(config, self.device),
+                cost=400.0,
+                memory_gb=1.0,
+            )
+            for configs in grid_configs(self.seeds).values()
+            for config in configs
+        ]
+
+
+@cache
+def _toy_grid(seeds: int, device: str) -> dict:
+    from qkcore.analysis.gridruns import toy_grid
+    from qkcore.models.toy.grid import grid_configs
+
+    return toy_grid(grid_configs(seeds), device=device)
+
+
+def build_grid_run(config: ToyConfig, device: str) -> None:
+    """Preparation: train (or read) one run of the §10 grid."""
+    _toy_run(config, device)
