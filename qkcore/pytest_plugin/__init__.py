@@ -5,6 +5,7 @@ Layer: the top of qkcore. It may import every layer below; nothing in qkcore imp
 - :mod:`~qkcore.pytest_plugin.hooks`    - options, markers, the ``claim_record`` fixture, hooks
 - :mod:`~qkcore.pytest_plugin.recorder` - what a claim test records
 - :mod:`~qkcore.pytest_plugin.session`  - phase verdicts, xdist aggregation, baseline drift
+- :mod:`~qkcore.pytest_plugin.prepare`  - the preparation phase: evidence built before tests
 - :mod:`~qkcore.pytest_plugin.baseline` - the verdict baseline file
 - :mod:`~qkcore.pytest_plugin.report`   - claims.json, claims.md, claims.html
 """

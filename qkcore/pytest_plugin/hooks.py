@@ -28,6 +28,7 @@ import pytest
 from qkcore.pytest_plugin.baseline import DECIDED, VERDICTS, write_baseline
 from qkcore.pytest_plugin.findings import claim_key
 from qkcore.pytest_plugin.populations import add_populations, seed_of
+from qkcore.pytest_plugin.prepare import PreparePhase
 from qkcore.pytest_plugin.recorder import ClaimRecorder
 from qkcore.pytest_plugin.report import publish_latest, run_report_dir, write_reports
 from qkcore.pytest_plugin.result import ClaimResult
@@ -77,6 +78,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "becomes reports/latest",
     )
     group.addoption(
+        "--claims-prepare",
+        choices=("on", "off"),
+        default="on",
+        help="on (default): after collection, build the evidence the selected tests need "
+        "(toy runs, per-head tables) in a process pool with progress lines, then run the tests "
+        "on the caches; off: each test builds what it needs when it first runs, silently",
+    )
+    group.addoption(
+        "--claims-prepare-workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="processes of the preparation phase (default 2: this project's machines' cores)",
+    )
+    group.addoption(
         "--claims-report-latest",
         action="store_true",
         help="make this run reports/latest even when it selects only part of the suite",
@@ -94,6 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = SessionState.from_config(config)
     config.stash[_state_key] = state
     config.pluginmanager.register(ClaimsSession(state), "qk-claims-session")
+    config.pluginmanager.register(PreparePhase(config), "qk-claims-prepare")
 
 
 @pytest.fixture

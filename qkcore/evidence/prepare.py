@@ -1,0 +1,200 @@
+"""The preparation phase: build the evidence the selected tests need, with progress, before them.
+
+Given :class:`~qkcore.evidence.pieces.BuildTask` s, :func:`prepare` drops duplicates and those
+already done (a stamp in the disk cache, whose path carries the code digest, so a code change
+prepares again), then runs the rest in a process pool: largest expected cost first, never more
+than ``memory_budget_gb`` of expected peaks at once. It prints one line per finished build and,
+when nothing finished for ``heartbeat`` seconds, a status naming what is running - so a cold run
+shows progress at least that often (on a terminal, a redrawn progress bar; in logs, a line).
+
+A build that fails is reported and left to its tests, which rebuild it and error in their own
+rows; the phase itself never fails the run.
+
+Example::
+
+    summary = prepare(tasks, workers=2, line=print_line(sys.stderr))
+    # prepare: 9 builds (about 12 min of work), 2 at a time
+    # prepare [1/9] toy:rope-s0 run, table and history: done in 1:35 - elapsed 1:36, ~10 min left
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from qkcore.diskcache import DiskCache
+from qkcore.evidence.pieces import BuildTask
+
+__all__ = ["PrepareSummary", "prepare", "print_line", "stamp_key"]
+
+
+def stamp_key(task: BuildTask) -> str:
+    """Cache key of the stamp that says ``task`` is done (with this code: the cache appends the
+    code digest to every key)."""
+    return "prepared-" + hashlib.sha256(repr(task.key).encode()).hexdigest()[:16]
+
+
+@dataclass
+class PrepareSummary:
+    """What the phase did: labels of builds done now, already done, and failed (with why)."""
+
+    built: list[str] = field(default_factory=list)
+    cached: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _clock(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def _left(seconds: float) -> str:
+    if seconds < 90:
+        return f"~{max(5, round(seconds / 5.0) * 5)} s left"
+    return f"~{round(seconds / 60)} min left"
+
+
+class _Progress:
+    """Emits the phase's lines: ``line`` for lines that stay (CI logs), ``bar`` (a terminal's
+    redrawn status line) for the heartbeat where there is one, else plain lines."""
+
+    def __init__(
+        self, line: Callable[[str], None], bar: Callable[[str], None] | None, total: int
+    ) -> None:
+        self.emit_line, self.emit_bar, self.total = line, bar, total
+
+    def line(self, text: str) -> None:
+        self.emit_line(text)
+
+    def bar(self, done: int, text: str) -> None:
+        if self.emit_bar is None:
+            self.emit_line(text)
+            return
+        width = 20
+        filled = int(width * done / max(self.total, 1))
+        self.emit_bar(f"[{'#' * filled}{'.' * (width - filled)}] {text}")
+
+
+def print_line(out: TextIO) -> Callable[[str], None]:
+    """A ``line`` callback that writes to a stream (scripts and benchmarks)."""
+
+    def emit(text: str) -> None:
+        out.write(text + "\n")
+        out.flush()
+
+    return emit
+
+
+def prepare(
+    tasks: Iterable[BuildTask],
+    *,
+    workers: int = 2,
+    memory_budget_gb: float = 8.0,
+    heartbeat: float = 20.0,
+    line: Callable[[str], None],
+    bar: Callable[[str], None] | None = None,
+    cache: DiskCache | None = None,
+) -> PrepareSummary:
+    """Run every task not yet done; see the module docstring."""
+    cache = cache or DiskCache.default()
+    start = time.monotonic()
+    summary = PrepareSummary()
+    unique: dict[tuple, BuildTask] = {}
+    for task in tasks:
+        unique.setdefault(task.key, task)
+    todo = []
+    for task in unique.values():
+        if cache.path(stamp_key(task)).exists():
+            summary.cached.append(task.label)
+        else:
+            todo.append(task)
+    if not todo:
+        summary.seconds = time.monotonic() - start
+        return summary
+    todo.sort(key=lambda t: -t.cost)
+    total, expected = len(todo), sum(t.cost for t in todo)
+    progress = _Progress(line, bar, total)
+    progress.line(
+        f"prepare: {total} build{'s' * (total > 1)} the selected tests need "
+        f"(about {_clock(expected / max(1, min(workers, total)))} of work on {workers} processes; "
+        f"{len(summary.cached)} already cached)"
+    )
+    running: dict[Future, tuple[BuildTask, float]] = {}
+    pending = list(todo)
+    done_cost = done_actual = 0.0
+    context = multiprocessing.get_context("spawn")  # no threads or locks inherited
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        last_line = time.monotonic()
+        while pending or running:
+            in_use = sum(task.memory_gb for task, _ in running.values())
+            for task in list(pending):
+                if len(running) >= workers:
+                    break
+                if running and in_use + task.memory_gb > memory_budget_gb:
+                    continue  # a smaller task may fit; this one waits for memory
+                pending.remove(task)
+                running[pool.submit(task.fn, *task.args)] = (task, time.monotonic())
+                in_use += task.memory_gb
+            finished, _ = wait(running, timeout=heartbeat, return_when=FIRST_COMPLETED)
+            now = time.monotonic()
+            for future in finished:
+                task, began = running.pop(future)
+                took = now - began
+                error = future.exception()
+                if error is None:
+                    cache.get_or_build(stamp_key(task), _write_stamp(task, took), verify=False)
+                    summary.built.append(task.label)
+                    status = f"done in {_clock(took)}"
+                else:
+                    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                    summary.failed.append((task.label, f"{type(error).__name__}: {message}"))
+                    status = f"FAILED ({type(error).__name__}: {message}); its tests will say"
+                done_cost += task.cost
+                done_actual += took
+                count = len(summary.built) + len(summary.failed)
+                left = _remaining(pending, running, now, workers, done_cost, done_actual)
+                progress.line(
+                    f"prepare [{count}/{total}] {task.label}: {status} - elapsed "
+                    f"{_clock(now - start)}, {_left(left)}"
+                )
+                last_line = now
+            if not finished and now - last_line >= heartbeat * 0.99:
+                count = len(summary.built) + len(summary.failed)
+                left = _remaining(pending, running, now, workers, done_cost, done_actual)
+                names = ", ".join(
+                    f"{task.label} ({_clock(now - began)})" for task, began in running.values()
+                )
+                progress.bar(
+                    count,
+                    f"prepare {count}/{total}: building {names} - elapsed "
+                    f"{_clock(now - start)}, {_left(left)}",
+                )
+                last_line = now
+    summary.seconds = time.monotonic() - start
+    progress.line(
+        f"prepare: {len(summary.built)} built, {len(summary.failed)} failed, "
+        f"{len(summary.cached)} cached, in {_clock(summary.seconds)}"
+    )
+    return summary
+
+
+def _remaining(pending, running, now, workers, done_cost, done_actual) -> float:
+    """Expected seconds left: the expected costs, scaled by how far the finished builds ran
+    over or under theirs, shared among the processes."""
+    scale = done_actual / done_cost if done_cost else 1.0
+    work = sum(task.cost * scale for task in pending)
+    work += sum(max(task.cost * scale - (now - began), 0.0) for task, began in running.values())
+    return work / max(1, workers)
+
+
+def _write_stamp(task: BuildTask, seconds: float):
+    def write(folder) -> None:
+        (folder / "task.txt").write_text(f"{task.label}\n{task.key!r}\nbuilt in {seconds:.1f} s\n")
+
+    return write

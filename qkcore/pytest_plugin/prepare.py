@@ -1,0 +1,115 @@
+"""The preparation phase in pytest: after collection, build what the selected tests need.
+
+Which evidence the tests need is read from what was collected (``-k`` and deselection
+included): in a plain run from the items' ``evidence`` / ``evidence_set`` parameters; under
+xdist, in the controller, from the test ids the first worker collected, mapped to pieces by
+the evidence registry (:mod:`qkcore.evidence.params`). The builds then run in a process pool
+with progress on the terminal (:func:`qkcore.evidence.prepare.prepare`) while the workers
+wait, and the tests read caches. Nothing is built for ``--collect-only`` or
+``--claims-prepare=off`` (tests then build lazily, silently, as before).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from qkcore.evidence.pieces import BuildTask
+
+if TYPE_CHECKING:
+    from qkcore.evidence.params import EvidenceOptions
+
+__all__ = ["PreparePhase", "pieces_for_ids"]
+
+_PARAM_ID = re.compile(r"\[(?P<id>.*)\]$")
+
+
+def pieces_for_ids(ids: Iterable[str], options: EvidenceOptions) -> list:
+    """The evidence pieces named by collected test ids (``...::test_x[toy:rope-s1]``)."""
+    from qkcore.evidence.params import KINDS, SET_KINDS
+
+    by_id: dict[str, object] = {}
+    for builder in KINDS.values():
+        for param in builder(options, {}):
+            piece = param.values[0]
+            by_id.setdefault(getattr(piece, "evidence_id", param.id), piece)
+    for builder in SET_KINDS.values():
+        param = builder(options)
+        if param.values[0] is not None:
+            by_id.setdefault(param.values[0].evidence_id, param.values[0])
+    wanted = []
+    for node_id in ids:
+        match = _PARAM_ID.search(node_id)
+        if match is None:
+            continue
+        # pytest joins several parameters' ids with "-"; evidence ids hold "-" themselves
+        joined = f"-{match['id']}-"
+        wanted += [piece for eid, piece in by_id.items() if f"-{eid}-" in joined]
+    return wanted
+
+
+def _pieces_of_items(items: Iterable[pytest.Item]) -> list:
+    pieces = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None:
+            continue
+        pieces += [v for v in callspec.params.values() if hasattr(v, "build_tasks")]
+    return pieces
+
+
+class PreparePhase:
+    """Runs :func:`qkcore.evidence.prepare.prepare` once per session, in the process that
+    talks to the terminal."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.done = False
+
+    def _enabled(self) -> bool:
+        config = self.config
+        if self.done or hasattr(config, "workerinput") or config.option.collectonly:
+            return False
+        if config.getoption("--claims-prepare") == "off":
+            return False
+        try:  # the evidence options exist only where the claims suite's conftest is loaded
+            config.getoption("--toy-seeds")
+        except ValueError:
+            return False
+        return True
+
+    def _run(self, pieces: list) -> None:
+        from qkcore.evidence.prepare import prepare
+
+        self.done = True
+        tasks: list[BuildTask] = [task for piece in pieces for task in piece.build_tasks()]
+        if not tasks:
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        tty = self.config.get_terminal_writer().hasmarkup
+        reporter.ensure_newline()
+        prepare(
+            tasks,
+            workers=max(1, int(self.config.getoption("--claims-prepare-workers"))),
+            line=reporter.write_line,
+            bar=(lambda text: reporter.rewrite(text)) if tty else None,
+        )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self._enabled():
+            self._run(_pieces_of_items(session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+        # every worker collects the same tests: the first one's ids decide; the scheduler
+        # starts only after this returns, so the workers wait on cached evidence
+        if self._enabled():
+            from qkcore.evidence.params import EvidenceOptions
+
+            self._run(pieces_for_ids(ids, EvidenceOptions.from_config(self.config)))

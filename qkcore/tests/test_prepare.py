@@ -1,0 +1,113 @@
+"""The preparation phase: each build once, stamps, failures reported, heartbeat, memory budget."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from qkcore.diskcache import DiskCache
+from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.prepare import prepare
+
+
+def record(folder: str, name: str, seconds: float = 0.0) -> None:
+    """A build: sleeps, and leaves ``<name>.<start>.<end>`` in ``folder`` (runs in the pool)."""
+    start = time.time()
+    time.sleep(seconds)
+    (Path(folder) / f"{name}.{start:.3f}.{time.time():.3f}").write_text("")
+
+
+def fail(message: str) -> None:
+    raise RuntimeError(message)
+
+
+def _calls(folder: Path) -> list[tuple[str, float, float]]:
+    out = []
+    for path in folder.iterdir():
+        name, start, start_frac, end, end_frac = path.name.split(".")
+        out.append((name, float(f"{start}.{start_frac}"), float(f"{end}.{end_frac}")))
+    return sorted(out, key=lambda c: c[1])
+
+
+def _run(tasks, tmp_path: Path, **kwargs):
+    lines: list[str] = []
+    cache = DiskCache(tmp_path / "cache", code="test")
+    summary = prepare(tasks, line=lines.append, cache=cache, **kwargs)
+    return summary, lines
+
+
+def test_each_build_runs_once_and_is_then_cached(tmp_path):
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    tasks = [
+        BuildTask(("a",), "piece a", record, (str(calls), "a")),
+        BuildTask(("a",), "piece a again", record, (str(calls), "a")),  # same work, one build
+        BuildTask(("b",), "piece b", record, (str(calls), "b"), cost=500.0),
+    ]
+    summary, lines = _run(tasks, tmp_path)
+    assert sorted(summary.built) == ["piece a", "piece b"] and not summary.failed
+    assert sorted(c[0] for c in _calls(calls)) == ["a", "b"]
+    assert lines[0].startswith("prepare: 2 builds")
+    assert any(line.startswith("prepare [2/2]") for line in lines)
+    again, lines = _run(tasks, tmp_path)
+    assert again.built == [] and sorted(again.cached) == ["piece a", "piece b"] and lines == []
+    assert len(_calls(calls)) == 2  # nothing ran the second time
+
+
+def test_a_failed_build_is_reported_not_raised_and_not_stamped(tmp_path):
+    tasks = [BuildTask(("bad",), "bad piece", fail, ("weights are corrupt",))]
+    summary, lines = _run(tasks, tmp_path)
+    assert summary.failed == [("bad piece", "RuntimeError: weights are corrupt")]
+    assert any("FAILED (RuntimeError: weights are corrupt)" in line for line in lines)
+    again, _ = _run(tasks, tmp_path)
+    assert again.failed and not again.cached  # tried again: no stamp was written
+
+
+def test_a_long_build_shows_a_heartbeat(tmp_path):
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    tasks = [BuildTask(("slow",), "slow piece", record, (str(calls), "slow", 1.5))]
+    _, lines = _run(tasks, tmp_path, heartbeat=0.3)
+    beats = [line for line in lines if "building slow piece" in line]
+    assert len(beats) >= 2, lines
+
+
+def test_large_builds_never_overlap_beyond_the_memory_budget(tmp_path):
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    big = [
+        BuildTask((f"big{i}",), f"big {i}", record, (str(calls), f"big{i}", 0.5), memory_gb=5.0)
+        for i in range(2)
+    ]
+    small = BuildTask(("small",), "small", record, (str(calls), "small", 0.2), cost=1.0)
+    _run([*big, small], tmp_path, workers=2, memory_budget_gb=8.0)
+    runs = {name: (start, end) for name, start, end in _calls(calls)}
+    (s0, e0), (s1, e1) = runs["big0"], runs["big1"]
+    assert e0 <= s1 or e1 <= s0  # the two 5 GB builds ran one after the other
+
+
+def test_collected_ids_name_the_pieces_to_build():
+    from qkcore.evidence.params import EvidenceOptions
+    from qkcore.pytest_plugin.prepare import pieces_for_ids
+
+    options = EvidenceOptions(toy_seeds=2)
+    ids = [
+        "claims/test_a.py::test_x[toy:rope-s1]",
+        "claims/test_a.py::test_y[toy:rope-s1]",
+        "claims/test_b.py::test_z[toy:all-models]",
+        "claims/test_b.py::test_w[weights:smollm2-135m]",
+        "claims/test_c.py::test_plain",
+    ]
+    pieces = pieces_for_ids(ids, options)
+    labels = sorted({task.label for piece in pieces for task in piece.build_tasks()})
+    assert labels == [
+        "toy:alibi-s0 run, table and history",
+        "toy:alibi-s1 run, table and history",
+        "toy:ape-s0 run, table and history",
+        "toy:ape-s1 run, table and history",
+        "toy:rope-s0 run, table and history",
+        "toy:rope-s1 run, table and history",
+        "weights:smollm2-135m table",
+    ]
+    only_rope = pieces_for_ids(ids[:1], options)
+    assert [p.evidence_id for p in only_rope] == ["toy:rope-s1"]  # not toy:rope-s10 or others
