@@ -205,6 +205,10 @@ class PaperData:
             return str(exc)
         return ""
 
+    def has_table(self, kind: str, model: str) -> bool:
+        """Whether a ``<model>_<kind>.parquet`` is present (readable or not)."""
+        return model in self._tables(kind)
+
     def checkpoint_problem(self, model: str) -> str:
         """Why ``model``'s checkpoint series cannot be read as a history ("" when it can)."""
         try:

@@ -130,6 +130,14 @@ def paper_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
             else [c for c in columns if c not in data.head_table(model).columns]
         )
         marks = list(param.marks)
+        if checkpoints and not data.has_table("ckpt_analysis", model):
+            broken = ""  # absent, not damaged: a skip, not an error
+            marks.append(
+                pytest.mark.skip(
+                    reason=f"{ref.evidence_id}: only a checkpoint summary is released for it "
+                    f"(no {model}_ckpt_analysis.parquet): no natural history to read"
+                )
+            )
         if missing:
             marks.append(
                 pytest.mark.skip(

@@ -93,11 +93,27 @@ class PreparePhase:
             return
         tty = self.config.get_terminal_writer().hasmarkup
         reporter.ensure_newline()
+
+        bar_shown = []
+
+        def line(text: str) -> None:
+            if bar_shown:  # clear the status line, then write over it
+                reporter.rewrite("", erase=True)
+                reporter.write("\r")
+                bar_shown.clear()
+            reporter.write_line(text)
+            reporter.flush()  # a CI log is a pipe: unflushed, the lines would come at the end
+
+        def bar(text: str) -> None:
+            reporter.rewrite(text, erase=True)
+            reporter.flush()
+            bar_shown.append(True)
+
         prepare(
             tasks,
             workers=max(1, int(self.config.getoption("--claims-prepare-workers"))),
-            line=reporter.write_line,
-            bar=(lambda text: reporter.rewrite(text)) if tty else None,
+            line=line,
+            bar=bar if tty else None,
         )
 
     @pytest.hookimpl(trylast=True)

@@ -1,0 +1,222 @@
+"""Get the paper's released tables for any user, verified file by file against a manifest.
+
+The paper's results live in its public repository (``results/cache``, CC-BY-4.0). qkcore ships
+``paper_manifest.json``: the repository, the pinned commit and the sha256 and size of every
+file of that release. Fetching copies only files that match it; a file that differs is
+reported and left out, a file the manifest does not know is reported and left out (not
+trusted), and a missing file is named. The folder written is what ``QK_PAPER_DATA`` points at.
+
+Usage::
+
+    python -m qkcore.evidence.fetch DEST                        # download the pinned commit
+    python -m qkcore.evidence.fetch DEST --source ~/src/qk-spectral-fingerprint  # a clone
+    python -m qkcore.evidence.fetch DEST --source results/cache  # the folder itself
+    python -m qkcore.evidence.fetch DEST --source archive.tar.gz # GitHub's archive of it
+    python -m qkcore.evidence.fetch --verify FOLDER             # check a folder in place
+
+Exit status 0 when every manifest file is in DEST and verified, 1 otherwise (what is wrong is
+printed), 2 for bad input (a source that does not exist, no network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qkcore.diskcache import sha256_file
+from qkcore.errors import QKError
+
+__all__ = ["Manifest", "VerifyReport", "fetch", "load_manifest", "main", "verify_folder"]
+
+MANIFEST_PATH = Path(__file__).with_name("paper_manifest.json")
+ARCHIVE_URL = "https://codeload.github.com/{repository}/tar.gz/{commit}"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The pinned release: where it comes from and every file's sha256 and size."""
+
+    repository: str
+    commit: str
+    folder: str
+    license: str
+    attribution: str
+    files: dict[str, dict]
+
+    @property
+    def archive_url(self) -> str:
+        return ARCHIVE_URL.format(repository=self.repository, commit=self.commit)
+
+
+def load_manifest(path: Path = MANIFEST_PATH) -> Manifest:
+    data = json.loads(Path(path).read_text())
+    return Manifest(**data)
+
+
+@dataclass
+class VerifyReport:
+    """File by file: verified, differing from the manifest, unknown to it, missing."""
+
+    verified: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not (self.mismatched or self.missing)
+
+    def lines(self) -> list[str]:
+        out = [f"{len(self.verified)} files verified against the manifest"]
+        out += [f"DIFFERS from the manifest (left out): {name}" for name in self.mismatched]
+        out += [f"not in the manifest (left out, not trusted): {name}" for name in self.unknown]
+        out += [f"MISSING: {name}" for name in self.missing]
+        return out
+
+
+def _files(folder: Path) -> dict[str, Path]:
+    return {
+        p.relative_to(folder).as_posix(): p
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "NOTICE.md"
+    }
+
+
+def verify_folder(folder: Path, manifest: Manifest | None = None) -> VerifyReport:
+    """Compare every file of ``folder`` with the manifest (sha256 and size)."""
+    manifest = manifest or load_manifest()
+    report = VerifyReport()
+    present = _files(Path(folder))
+    for name, path in present.items():
+        expected = manifest.files.get(name)
+        if expected is None:
+            report.unknown.append(name)
+        elif path.stat().st_size == expected["bytes"] and sha256_file(path) == expected["sha256"]:
+            report.verified.append(name)
+        else:
+            report.mismatched.append(name)
+    report.missing = [name for name in manifest.files if name not in present]
+    return report
+
+
+def _results_folder(root: Path, manifest: Manifest) -> Path:
+    """The released folder inside a clone or an extracted archive, or the folder itself."""
+    for candidate in (root / manifest.folder, *root.glob(f"*/{manifest.folder}"), root):
+        if candidate.is_dir() and any(p.suffix == ".parquet" for p in candidate.rglob("*")):
+            return candidate
+    raise QKError(
+        f"{root} holds no released tables: expected {manifest.folder}/ of the repository "
+        f"{manifest.repository}, or that folder itself."
+    )
+
+
+def _download(url: str, target: Path) -> None:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, open(target, "wb") as out:
+            shutil.copyfileobj(response, out)
+    except (urllib.error.URLError, OSError) as exc:
+        raise QKError(
+            f"cannot download {url} ({getattr(exc, 'reason', exc)}). Without network, clone "
+            "or download the repository elsewhere and pass --source PATH (its folder, its "
+            "results/cache folder, or its .tar.gz archive)."
+        ) from None
+
+
+def _extract(archive: Path, into: Path, manifest: Manifest) -> Path:
+    try:
+        with tarfile.open(archive) as tar:
+            members = [m for m in tar.getmembers() if f"/{manifest.folder}/" in f"/{m.name}"]
+            tar.extractall(into, members=members, filter="data")
+    except (tarfile.TarError, OSError) as exc:
+        raise QKError(f"{archive} is not a readable .tar.gz archive ({exc}).") from None
+    return _results_folder(into, manifest)
+
+
+def fetch(dest: Path, source: str | None = None, manifest: Manifest | None = None) -> VerifyReport:
+    """Copy the verified files of the release into ``dest`` (each by an atomic rename); a
+    NOTICE.md there says where they came from and under which license."""
+    manifest = manifest or load_manifest()
+    dest = Path(dest).expanduser().resolve()
+    with tempfile.TemporaryDirectory(prefix="qk-paper-data-") as scratch:
+        scratch_path = Path(scratch)
+        if source is None or "://" in source:
+            archive = scratch_path / "archive.tar.gz"
+            _download(source or manifest.archive_url, archive)
+            folder = _extract(archive, scratch_path / "x", manifest)
+        else:
+            path = Path(source).expanduser()
+            if not path.exists():
+                raise QKError(f"--source {source} does not exist.")
+            if path.is_file():
+                folder = _extract(path, scratch_path / "x", manifest)
+            else:
+                folder = _results_folder(path, manifest)
+        report = verify_folder(folder, manifest)
+        dest.mkdir(parents=True, exist_ok=True)
+        for name in report.verified:
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+            shutil.copyfile(folder / name, partial)
+            partial.replace(target)
+    (dest / "NOTICE.md").write_text(
+        f"# Paper data\n\nReleased tables of {manifest.attribution}, from the repository "
+        f"{manifest.repository}, folder {manifest.folder}/ at commit {manifest.commit}. "
+        f"License: {manifest.license} (attribution: the author and paper above).\n\n"
+        "Fetched and verified file by file against qkcore/evidence/paper_manifest.json by "
+        "`python -m qkcore.evidence.fetch`.\n"
+    )
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m qkcore.evidence.fetch", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("dest", nargs="?", help="folder to write the verified tables into")
+    parser.add_argument(
+        "--source",
+        help="a clone of the repository, its results/cache folder, its .tar.gz archive or a "
+        "URL (default: the pinned commit's archive on GitHub)",
+    )
+    parser.add_argument("--verify", metavar="FOLDER", help="only check FOLDER against the manifest")
+    args = parser.parse_args(argv)
+    manifest = load_manifest()
+    try:
+        if args.verify:
+            if not Path(args.verify).is_dir():
+                raise QKError(f"--verify {args.verify}: not a folder.")
+            report = verify_folder(Path(args.verify), manifest)
+            dest = Path(args.verify).resolve()
+        elif args.dest:
+            report = fetch(Path(args.dest), args.source, manifest)
+            dest = Path(args.dest).expanduser().resolve()
+        else:
+            parser.error("give DEST (where to write the tables) or --verify FOLDER")
+    except QKError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for line in report.lines():
+        print(line)
+    if report.complete:
+        print(f"export QK_PAPER_DATA={dest}")
+        return 0
+    print(
+        f"the release ({manifest.repository}@{manifest.commit}) is incomplete here: the paper: "
+        "tests of the missing or differing files will skip or say why",
+        file=sys.stderr,
+    )
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
