@@ -145,3 +145,25 @@ def test_a_damaged_released_table_errors_only_in_its_own_rows(tmp_path: Path):
     assert verdicts["paper:gpt-neo-1.3b"][0] == "error"
     assert "required column 'prev' is missing" in verdicts["paper:gpt-neo-1.3b"][1]
     assert verdicts["paper:gpt2"][0] not in ("error", "skipped"), result.stdout[-2000:]
+
+
+def test_the_repository_results_folder_as_published_collects(tmp_path: Path):
+    """The public results/cache also holds a checkpoint series of pythia-160m, which has no
+    per-head table; a later release may add files no code knows. The suite collects, and the
+    checkpoint-only model's history rows are parametrized (run where they can be)."""
+    import shutil
+
+    source = Path(os.environ.get("QK_PAPER_DATA", REPO.parent / "shared" / "paper-data"))
+    if not (source / "pythia-410m_ckpt_analysis.parquet").is_file():
+        pytest.skip("needs the paper's released tables (QK_PAPER_DATA)")
+    published = tmp_path / "results" / "cache"
+    shutil.copytree(source, published)
+    for kind in ("ckpt_summary", "ckpt_analysis"):
+        shutil.copy(
+            source / f"pythia-410m_{kind}.parquet", published / f"pythia-160m_{kind}.parquet"
+        )
+    (published / "gpt2_head_full_v2.parquet").write_bytes(b"a later release's file")
+    (published / "trainB" / "rope_new_arm.parquet").write_bytes(b"")
+    result = pytest_run("--paper-data", str(published))
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert "[paper:pythia-160m]" in result.stdout
