@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import pytest
 
+from qkcore.evidence.options import EvidenceOptions
 from qkcore.evidence.paper_data import PaperData
 from qkcore.evidence.params import (
-    EvidenceOptions,
     evidence_parameters,
     evidence_set_parameters,
 )

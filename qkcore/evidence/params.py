@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from qkcore.errors import QKError
+from qkcore.evidence.options import EvidenceOptions
 from qkcore.evidence.paper_data import PaperData, resolve_paper_data
 from qkcore.evidence.pieces import (
     ModelSet,
@@ -42,7 +43,6 @@ from qkcore.models.toy.model import ToyConfig
 __all__ = [
     "KINDS",
     "SET_KINDS",
-    "EvidenceOptions",
     "evidence_parameters",
     "evidence_set_parameters",
     "paper_data",
@@ -50,31 +50,6 @@ __all__ = [
 
 #: Free toy runs: one per scheme and seed.
 TOY_SCHEMES = ("ape", "rope", "alibi")
-
-
-@dataclass(frozen=True)
-class EvidenceOptions:
-    """The command-line options that decide which evidence exists for a run."""
-
-    paper_data: str | None = None
-    models: tuple[str, ...] = ()
-    weights_sweeps: bool = False
-    toy_seeds: int = 3
-    toy_grid: bool = False
-    toy_grid_seeds: int | None = None
-    device: str = "cpu"
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> EvidenceOptions:
-        return cls(
-            paper_data=config.getoption("--paper-data"),
-            models=tuple(config.getoption("--model")),
-            weights_sweeps=config.getoption("--weights-sweeps"),
-            toy_seeds=config.getoption("--toy-seeds"),
-            toy_grid=config.getoption("--toy-grid"),
-            toy_grid_seeds=config.getoption("--toy-grid-seeds"),
-            device=config.getoption("--device"),
-        )
 
 
 @cache

@@ -21,7 +21,7 @@ import pytest
 
 from qkcore.errors import QKError
 
-__all__ = ["SCHEME_FAMILY", "EvidenceRef", "evidence_params"]
+__all__ = ["EVIDENCE_KINDS", "SCHEME_FAMILIES", "SCHEME_FAMILY", "EvidenceRef", "evidence_params"]
 
 #: Positional scheme tag -> the family that ``-k`` selects by (partial RoPE is RoPE).
 SCHEME_FAMILY = {
@@ -31,7 +31,10 @@ SCHEME_FAMILY = {
     "rope-partial": "rope",
     "unknown": "unknown",
 }
-_KINDS = ("paper", "weights", "toy")
+#: The kinds of evidence (each with its parametrization in :mod:`qkcore.evidence.params`).
+EVIDENCE_KINDS = ("paper", "weights", "toy")
+#: The families ``-k`` selects by (every known scheme belongs to one).
+SCHEME_FAMILIES = tuple(sorted(set(SCHEME_FAMILY.values()) - {"unknown"}))
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,8 @@ class EvidenceRef:
     scheme: str
 
     def __post_init__(self) -> None:
-        if self.kind not in _KINDS:
-            raise QKError(f"evidence kind must be one of {_KINDS}; got {self.kind!r}.")
+        if self.kind not in EVIDENCE_KINDS:
+            raise QKError(f"evidence kind must be one of {EVIDENCE_KINDS}; got {self.kind!r}.")
         if self.scheme not in SCHEME_FAMILY:
             raise QKError(
                 f"positional scheme of {self.kind}:{self.name} must be one of "

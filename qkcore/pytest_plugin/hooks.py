@@ -25,6 +25,7 @@ from dataclasses import asdict
 
 import pytest
 
+from qkcore.evidence.refs import EVIDENCE_KINDS, SCHEME_FAMILIES
 from qkcore.pytest_plugin.baseline import DECIDED, VERDICTS, write_baseline
 from qkcore.pytest_plugin.findings import claim_key
 from qkcore.pytest_plugin.populations import add_populations, seed_of
@@ -50,8 +51,6 @@ __all__ = [
     "pytest_terminal_summary",
 ]
 
-EVIDENCE_KINDS = ("paper", "weights", "toy")
-SCHEMES = ("ape", "alibi", "rope")
 _records_key = pytest.StashKey[ClaimRecorder]()
 _state_key = pytest.StashKey[SessionState]()
 _summary_key = pytest.StashKey[tuple]()
@@ -105,7 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     for kind in EVIDENCE_KINDS:
         config.addinivalue_line("markers", f"{kind}: evidence of kind '{kind}' (qkcore plugin)")
-    for scheme in SCHEMES:
+    for scheme in SCHEME_FAMILIES:
         config.addinivalue_line("markers", f"{scheme}: evidence with positional scheme {scheme}")
     state = SessionState.from_config(config)
     config.stash[_state_key] = state

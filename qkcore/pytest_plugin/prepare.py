@@ -20,7 +20,7 @@ import pytest
 from qkcore.evidence.pieces import BuildTask
 
 if TYPE_CHECKING:
-    from qkcore.evidence.params import EvidenceOptions
+    from qkcore.evidence.options import EvidenceOptions
 
 __all__ = ["PreparePhase", "pieces_for_ids"]
 
@@ -126,6 +126,6 @@ class PreparePhase:
         # every worker collects the same tests: the first one's ids decide; the scheduler
         # starts only after this returns, so the workers wait on cached evidence
         if self._enabled():
-            from qkcore.evidence.params import EvidenceOptions
+            from qkcore.evidence.options import EvidenceOptions
 
             self._run(pieces_for_ids(ids, EvidenceOptions.from_config(self.config)))

@@ -17,12 +17,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from qkcore.evidence.refs import EVIDENCE_KINDS as EVIDENCE_SOURCES
 from qkcore.pytest_plugin.checks import Check
 
 __all__ = ["EVIDENCE_KINDS", "ClaimResult"]
 
 #: Report columns by evidence kind; a row without evidence (a simulation) is ``simulation``.
-EVIDENCE_KINDS = ("paper", "weights", "toy", "simulation")
+#: Evidence kinds of a result row: the evidence layer's, and tests with no evidence parameter.
+EVIDENCE_KINDS = (*EVIDENCE_SOURCES, "simulation")
 
 
 @dataclass

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qkcore.errors import QKError
-from qkcore.evidence.params import SET_KINDS, EvidenceOptions, paper_params
+from qkcore.evidence.options import EvidenceOptions
+from qkcore.evidence.params import SET_KINDS, paper_params
 from qkcore.evidence.pieces import PaperEvidence
 
 MODELS = ("gpt2", "pythia-160m", "llama-3-8b", "newmodel")

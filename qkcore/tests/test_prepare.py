@@ -87,7 +87,7 @@ def test_large_builds_never_overlap_beyond_the_memory_budget(tmp_path):
 
 
 def test_collected_ids_name_the_pieces_to_build():
-    from qkcore.evidence.params import EvidenceOptions
+    from qkcore.evidence.options import EvidenceOptions
     from qkcore.pytest_plugin.prepare import pieces_for_ids
 
     options = EvidenceOptions(toy_seeds=2)
