@@ -188,6 +188,9 @@ def test_formation_costs(evidence_set, claim_record):
         claim_record.plot(
             "formation step by arm", "runs", arm, steps, kind="strip", ylabel="formation step"
         )
+        claim_record.plot(
+            "formation step by arm", "mean", arm, int(printed_mean), kind="strip", paper=True
+        )
     for printed, (slow, fast) in (
         ("1.4", ("rope-imag", "rope-free")),
         ("1.66", ("rope-sym", "rope-free")),

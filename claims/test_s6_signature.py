@@ -142,6 +142,14 @@ def _side_of_median(evidence, claim_record, rotational: bool) -> None:
     printed = TOP5_PAPER.get(evidence.ref.name)
     if printed is not None:
         claim_record.check(name, value, "==", printed, kind="number", n=len(table))
+        claim_record.plot(
+            "D_head percentile of the top-5 prev heads (toys: top-1), by scheme",
+            f"{evidence.ref.name} median",
+            evidence.ref.family,
+            float(printed),
+            kind="strip",
+            paper=True,
+        )
     if printed is not None and evidence.ref.kind == "paper":
         label, comparison, bound = (
             ("top quintile", ">=", 0.8) if rotational else ("bottom quartile", "<=", 0.25)

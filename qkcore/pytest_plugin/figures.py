@@ -1,7 +1,8 @@
 """Report figures: points recorded by claim tests (``claim_record.plot``), drawn as PNG.
 
 Tests naming the same figure share its axes; ``kind`` is ``scatter``, ``line`` or ``strip``
-(categories on x). matplotlib is imported only when a figure is drawn.
+(categories on x); series recorded with ``paper=True`` are the paper's printed values, drawn
+over the measured ones. matplotlib is imported only when a figure is drawn.
 """
 
 from __future__ import annotations
@@ -27,47 +28,93 @@ def collect_figures(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                     "ylabel": point["ylabel"],
                     "xscale": point.get("xscale", "linear"),
                     "series": defaultdict(lambda: ([], [])),
+                    "paper": set(),
                     "claims": set(),
                 },
             )
             xs, ys = fig["series"][point["series"]]
             xs.extend(point["x"])
             ys.extend(point["y"])
+            if point.get("paper"):
+                fig["paper"].add(point["series"])
             fig["claims"].add(r["claim"])
     return figures
 
 
+#: One marker per series (with the colour cycle, no two series look alike up to 10 x 8); the
+#: diamond is kept for the paper's printed values.
+MARKERS = ("o", "s", "^", "v", "P", "X", "*", "h")
+
+
+def _number(v: Any) -> float:
+    return float(v) if isinstance(v, int | float) else float("nan")
+
+
 def figure_png(title: str, spec: dict[str, Any]) -> str:
-    """One figure as a base64 PNG (matplotlib, Agg backend)."""
+    """One figure as a base64 PNG (matplotlib, Agg backend).
+
+    Each series has its own colour and marker; the paper's printed values (series recorded
+    with ``paper=True``) are black and hollow, drawn last; the legend sits outside the axes;
+    a strip figure's x axis is its category names.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=90)
+    fig, ax = plt.subplots(figsize=(8.0, 4.2), dpi=90)
+    colours = plt.get_cmap("tab10").colors
+    paper = spec.get("paper", set())
+    names = sorted(n for n in spec["series"] if n not in paper) + sorted(paper)
     categories: list[str] = []
-    for i, (name, (xs, ys)) in enumerate(sorted(spec["series"].items())):
-        ys_f = [float(y) if isinstance(y, int | float) else float("nan") for y in ys]
-        if spec["kind"] == "strip":
-            for x in xs:
+    if spec["kind"] == "strip":
+        for name in names:
+            for x in spec["series"][name][0]:
                 if str(x) not in categories:
                     categories.append(str(x))
-            pos = [categories.index(str(x)) + (i - 1) * 0.08 for x in xs]
-            ax.scatter(pos, ys_f, label=name, s=28, alpha=0.8)
+    measured = [n for n in names if n not in paper]
+    for i, name in enumerate(names):
+        xs, ys = spec["series"][name]
+        ys_f = [_number(y) for y in ys]
+        reference = name in paper
+        first_reference = reference and name == min(paper)
+        style = {
+            "marker": "D" if reference else MARKERS[i % len(MARKERS)],
+            # the paper's values share one legend entry: they are told apart by position
+            "label": "the paper's printed value"
+            if first_reference
+            else None
+            if reference
+            else name,
+        }
+        colour = "black" if reference else colours[i % len(colours)]
+        if spec["kind"] == "strip":
+            offset = 0.0 if reference else (i - (len(measured) - 1) / 2) * 0.06
+            pos = [categories.index(str(x)) + offset for x in xs]
+            if reference:
+                ax.scatter(pos, ys_f, s=60, facecolors="none", edgecolors=colour, zorder=3, **style)
+            else:
+                ax.scatter(pos, ys_f, s=28, alpha=0.8, color=colour, **style)
         elif spec["kind"] == "line":
-            xs_f = [float(x) for x in xs]
-            ax.plot(xs_f, ys_f, marker=".", label=name)
+            xs_f = [_number(x) for x in xs]
+            line = "--" if reference else "-"
+            ax.plot(xs_f, ys_f, linestyle=line, color=colour, markersize=4, **style)
         else:
-            xs_f = [float(x) for x in xs]
-            ax.scatter(xs_f, ys_f, label=name, s=14, alpha=0.7)
-    if categories:
-        ax.set_xticks(range(len(categories)), categories, rotation=20)
+            xs_f = [_number(x) for x in xs]
+            if reference:
+                ax.scatter(
+                    xs_f, ys_f, s=50, facecolors="none", edgecolors=colour, zorder=3, **style
+                )
+            else:
+                ax.scatter(xs_f, ys_f, s=16, alpha=0.7, color=colour, **style)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(spec["xlabel"])
     ax.set_ylabel(spec["ylabel"])
-    ax.set_xscale(spec.get("xscale", "linear"))
-    if len(spec["series"]) > 1:
-        ax.legend(fontsize=7)
+    ax.set_xscale(spec.get("xscale", "linear"))  # before the ticks: a new scale resets them
+    if categories:
+        ax.set_xticks(range(len(categories)), categories, rotation=20)
+    if len(names) > 1 or paper:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")

@@ -109,11 +109,14 @@ class ClaimRecorder:
         xlabel: str = "",
         ylabel: str = "",
         xscale: str = "linear",
+        paper: bool = False,
     ) -> None:
         """Add points to a report figure; tests naming the same figure share its axes.
 
         ``kind``: ``scatter`` (numeric x, y), ``line`` (a curve per series) or ``strip``
         (x is a category label, y the values); ``xscale``: ``linear`` or ``log``.
+        ``paper=True`` marks the series as the paper's printed values: drawn in black, hollow,
+        over the measured series, so a figure that mirrors one of the paper's shows both.
         """
         if kind not in ("scatter", "line", "strip"):
             raise ValueError(f"plot kind must be scatter, line or strip; got {kind!r}")
@@ -138,6 +141,7 @@ class ClaimRecorder:
                 "xlabel": xlabel,
                 "ylabel": ylabel,
                 "xscale": xscale,
+                "paper": bool(paper),
             }
         )
 
