@@ -285,26 +285,24 @@ SET_KINDS: dict[str, Callable[[EvidenceOptions], Any]] = {
 }
 
 
+def _builder(registry: Mapping[str, Callable], kind: str, marker: str) -> Callable:
+    if kind not in registry:
+        raise pytest.UsageError(
+            f"@pytest.mark.{marker}: kind {kind!r} is not one of {sorted(registry)} "
+            "(the registry: qkcore.evidence.params)"
+        )
+    return registry[kind]
+
+
 def evidence_parameters(options: EvidenceOptions, mark: pytest.Mark) -> list:
     """Parameters of an ``evidence`` marker: every kind it names, in order."""
-    params = []
-    for kind in mark.args:
-        if kind not in KINDS:
-            raise pytest.UsageError(
-                f"evidence kind {kind!r} is not one of {sorted(KINDS)} (qkcore.evidence.params)"
-            )
-        params += KINDS[kind](options, mark.kwargs)
-    return params
+    return [
+        param
+        for kind in mark.args
+        for param in _builder(KINDS, kind, "evidence")(options, mark.kwargs)
+    ]
 
 
 def evidence_set_parameters(options: EvidenceOptions, mark: pytest.Mark) -> list:
     """Parameters of an ``evidence_set`` marker: one set per kind it names."""
-    params = []
-    for kind in mark.args:
-        if kind not in SET_KINDS:
-            raise pytest.UsageError(
-                f"evidence set kind {kind!r} is not one of {sorted(SET_KINDS)} "
-                "(qkcore.evidence.params)"
-            )
-        params.append(SET_KINDS[kind](options))
-    return params
+    return [_builder(SET_KINDS, kind, "evidence_set")(options) for kind in mark.args]
