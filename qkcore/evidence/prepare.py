@@ -122,8 +122,8 @@ def prepare(
     progress = _Progress(line, bar, total)
     progress.line(
         f"prepare: {total} build{'s' * (total > 1)} the selected tests need "
-        f"(about {_clock(expected / max(1, min(workers, total)))} of work on {workers} processes; "
-        f"{len(summary.cached)} already cached)"
+        f"(expected {_left(expected / max(1, min(workers, total))).replace(' left', '')} on "
+        f"{workers} processes; {len(summary.cached)} already cached)"
     )
     running: dict[Future, tuple[BuildTask, float]] = {}
     pending = list(todo)
