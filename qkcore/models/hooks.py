@@ -67,8 +67,17 @@ class ForwardBridge(Protocol):
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
 
     def run_with_hooks(
-        self, tokens: torch.Tensor, fwd_hooks: Sequence[NamedHook] = ()
-    ) -> torch.Tensor: ...
+        self,
+        tokens: torch.Tensor,
+        fwd_hooks: Sequence[NamedHook] = (),
+        *,
+        start_at_layer: int | None = None,
+        stop_at_layer: int | None = None,
+    ) -> torch.Tensor:
+        """Logits; with ``stop_at_layer=l`` the residual stream entering block l, and with
+        ``start_at_layer=l`` ``tokens`` is that residual (TransformerLens's convention): an
+        exact sweep computes each layer's prefix once."""
+        ...
 
     @property
     def W_E(self) -> torch.Tensor: ...

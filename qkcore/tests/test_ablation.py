@@ -205,3 +205,23 @@ def test_screened_sweep_is_the_full_sweep_where_it_remeasures():
     np.testing.assert_array_equal(delta[remeasured], full[remeasured])
     np.testing.assert_array_equal(delta[~remeasured], screen[~remeasured])
     assert (sequences[~remeasured] == 2).all()
+
+
+@pytest.mark.parametrize(("scheme", "kind"), [("rope", "drop_imag"), ("ape", "keep_sym")])
+def test_the_prefix_sweep_equals_a_whole_pass_per_head_bit_for_bit(scheme, kind):
+    """The sweep runs blocks l.. from the cached residual entering block l; the same float32
+    operations on the same inputs, so not a rounding of difference is allowed."""
+    from qkcore.analysis.ablation import ablation_effect, ablation_sweep
+    from qkcore.analysis.behaviour import repeated_random_tokens
+
+    model = _toy(scheme)
+    tokens = repeated_random_tokens(4, 15, 64, None, 0, low=0)
+    swept = ablation_sweep(model, kind, tokens, 15)
+    whole = np.array(
+        [
+            [ablation_effect(model, layer, head, kind, tokens, 15)["delta"] for head in range(4)]
+            for layer in range(2)
+        ]
+    )
+    np.testing.assert_array_equal(swept, whole)
+    assert np.abs(swept).max() > 0  # the ablations did something

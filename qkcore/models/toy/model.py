@@ -161,12 +161,29 @@ class ToyTransformer(nn.Module):
             torch.randn(config.d_model, config.vocab) / math.sqrt(config.d_model)
         )
 
-    def forward(self, tokens: torch.Tensor, hooks: HookPoints | None = None):
-        x = self.embed[tokens]
-        if self.config.scheme == "ape":
-            x = x + self.pos[: tokens.shape[1]]
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        hooks: HookPoints | None = None,
+        *,
+        start_at_layer: int | None = None,
+        stop_at_layer: int | None = None,
+    ):
+        """Logits ``[B, n, vocab]``. ``stop_at_layer=l`` returns the residual stream entering
+        block l instead; ``start_at_layer=l`` takes that residual as ``tokens`` and runs
+        blocks l.. and the unembedding (TransformerLens's convention)."""
+        if start_at_layer is None:
+            start_at_layer = 0
+            x = self.embed[tokens]
+            if self.config.scheme == "ape":
+                x = x + self.pos[: tokens.shape[1]]
+        else:
+            x = tokens
         for layer, (ln, attn) in enumerate(zip(self.ln, self.attn, strict=True)):
-            x = x + attn(ln(x), hooks, f"blocks.{layer}")
+            if layer == stop_at_layer:
+                return x
+            if layer >= start_at_layer:
+                x = x + attn(ln(x), hooks, f"blocks.{layer}")
         return self.ln_final(x) @ self.unembed
 
     def factors(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -59,9 +59,21 @@ class ToyBridge:
         keep = {k: v for k, v in hooks.cache.items() if names_filter is None or names_filter(k)}
         return logits, keep
 
-    def run_with_hooks(self, tokens: torch.Tensor, fwd_hooks: Sequence[NamedHook] = ()):
+    def run_with_hooks(
+        self,
+        tokens: torch.Tensor,
+        fwd_hooks: Sequence[NamedHook] = (),
+        *,
+        start_at_layer: int | None = None,
+        stop_at_layer: int | None = None,
+    ):
         # grad mode is the caller's choice, as in TransformerLens (first-order sweeps need it)
-        return self.model(tokens, HookPoints(fwd_hooks))
+        return self.model(
+            tokens,
+            HookPoints(fwd_hooks),
+            start_at_layer=start_at_layer,
+            stop_at_layer=stop_at_layer,
+        )
 
     @property
     def W_E(self) -> torch.Tensor:
