@@ -129,7 +129,9 @@ def prepare(
     pending = list(todo)
     done_cost = done_actual = 0.0
     context = multiprocessing.get_context("spawn")  # no threads or locks inherited
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_quiet_worker
+    ) as pool:
         last_line = time.monotonic()
         while pending or running:
             in_use = sum(task.memory_gb for task, _ in running.values())
@@ -182,6 +184,15 @@ def prepare(
         f"{len(summary.cached)} cached, in {_clock(summary.seconds)}"
     )
     return summary
+
+
+def _quiet_worker() -> None:
+    """A build's own progress bars (weights loading, GGUF dequantization) would interleave with
+    the phase's lines on the same terminal: the phase reports for them."""
+    import os
+
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ["TQDM_DISABLE"] = "1"  # tqdm >= 4.66 reads its defaults from TQDM_* variables
 
 
 def _remaining(pending, running, now, workers, done_cost, done_actual) -> float:
