@@ -92,7 +92,8 @@ class PreparePhase:
         if reporter is None:
             return
         tty = self.config.get_terminal_writer().hasmarkup
-        reporter.ensure_newline()
+        if tty:  # xdist's status line ("ready: 2/2 workers") is redrawn without a newline
+            reporter.write("\n")
 
         bar_shown = []
 
