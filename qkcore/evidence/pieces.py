@@ -178,9 +178,10 @@ class WeightsEvidence:
     def build_tasks(self) -> list[BuildTask]:
         if self.broken or not self.available:
             return []
-        # measured on 2 cores (benchmarks/bench_table.py, bench_table_memory.py): SmolLM2's
-        # table ~110 s and 2.6 GiB; the screened sweep adds ~700 s
-        cost = 120.0 + (700.0 if self.sweeps else 0.0)
+        # measured in cold CI runs on 2 cores, beside another build: SmolLM2's table 170 s
+        # (2.6 GiB alone, benchmarks/bench_table_memory.py), MiniLM's 45 s; the screened sweep
+        # adds ~700 s
+        cost = 170.0 + (700.0 if self.sweeps else 0.0)
         return [
             BuildTask(
                 key=("weights-table", self.spec, self.sweeps),
@@ -250,7 +251,8 @@ class ToyEvidence:
                 label=f"{self.evidence_id} run, table and history",
                 fn=build_toy,
                 args=(self.config, self.device),
-                cost=150.0,
+                # measured in cold CI runs, two builds at a time: RoPE 100-120 s, others 60-70 s
+                cost=110.0 if self.config.scheme == "rope" else 65.0,
                 memory_gb=1.0,
             )
         ]

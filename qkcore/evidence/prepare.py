@@ -200,7 +200,10 @@ def _remaining(pending, running, now, workers, done_cost, done_actual) -> float:
     over or under theirs, shared among the processes."""
     scale = done_actual / done_cost if done_cost else 1.0
     work = sum(task.cost * scale for task in pending)
-    work += sum(max(task.cost * scale - (now - began), 0.0) for task, began in running.values())
+    for task, began in running.values():
+        ran = now - began
+        # a build past its estimate is not about to end: count a quarter of what it has run
+        work += max(task.cost * scale - ran, 0.25 * ran)
     return work / max(1, workers)
 
 
