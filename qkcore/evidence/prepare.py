@@ -197,8 +197,9 @@ def _quiet_worker() -> None:
 
 def _remaining(pending, running, now, workers, done_cost, done_actual) -> float:
     """Expected seconds left: the expected costs, scaled by how far the finished builds ran
-    over or under theirs, shared among the processes."""
-    scale = done_actual / done_cost if done_cost else 1.0
+    over or under theirs (within 0.5-2x: one small model finishing fast says little about a
+    large one), shared among the processes."""
+    scale = min(max(done_actual / done_cost, 0.5), 2.0) if done_cost else 1.0
     work = sum(task.cost * scale for task in pending)
     for task, began in running.values():
         ran = now - began
