@@ -342,7 +342,7 @@ class ToyGridEvidence:
 
         return [
             BuildTask(
-                key=("toy", config, self.device),
+                key=("toy-run", config, self.device),  # the run only: not a free toy's task
                 label=f"toy:grid {config.label}",
                 fn=build_grid_run,
                 args=(config, self.device),
