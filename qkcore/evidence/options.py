@@ -120,9 +120,9 @@ OPTIONS: dict[str, list[tuple[str, dict[str, Any]]]] = {
             "--toy-seeds",
             dict(
                 type=positive_int,
-                default=3,
-                help="seeds per scheme of the free toy runs (toy:<scheme>-s<seed> evidence); "
-                "default 3",
+                default=8,
+                help="seeds per scheme of the free toy runs (toy:<scheme>-s<seed> evidence), "
+                "judged as one population per scheme (7 of 8 must agree); default 8",
             ),
         ),
         (
@@ -187,7 +187,7 @@ class EvidenceOptions:
     paper_data: str | None = None
     models: tuple[str, ...] = ()
     weights_sweeps: bool = False
-    toy_seeds: int = 3
+    toy_seeds: int = 8
     toy_grid: bool = False
     toy_grid_seeds: int | None = None
     device: str = "cpu"

@@ -8,31 +8,65 @@ the floating-point rounding of the machine that trained it. So the rows of one c
 - a seed row that errors makes the population an error; seeds without evidence are left out;
 - more seeds not-applicable than applicable -> ``not-applicable`` (the premise fails for the
   recipe, not for one draw);
-- fewer than :data:`MIN_SEEDS` applicable seeds -> ``inconclusive`` (too little power);
-- every applicable seed supports -> ``supported``; every one refutes -> ``refuted``; otherwise
-  ``inconclusive`` (the seeds disagree). Chance level: if each seed fell either way with
-  probability 1/2 whatever the claim, n seeds would agree with probability ``2^(1 - n)``
-  (1/4 at n = 3, 1/16 at n = 5).
+- of the ``n`` applicable seeds (supported, refuted or inconclusive), ``k`` supporting give
+  ``supported`` when a fair coin per seed would reach ``k`` or more with probability at most
+  :data:`ALPHA`, the binomial tail ``P(X >= k | n, 1/2)``; the same for ``refuted``; otherwise
+  ``inconclusive``. An inconclusive seed counts in ``n`` but for neither side.
+- below :data:`MIN_SEEDS` applicable seeds even full agreement has a tail above ``ALPHA``
+  (``2^-4 = 0.0625``): ``inconclusive`` for want of power.
 
-The population's evidence id names its size: ``toy:rope-s0 .. s2`` -> ``toy:rope-n3``, so a
+The agreement needed, :func:`agreement_needed`, is 5 of 5, 6 of 6, 7 of 7, 7 of 8 (tail
+9/256 = 0.035), 8 of 9, 9 of 10. At the default 8 seeds a decided population therefore
+survives one seed changing sides - which is what a change of rounding alone did to the toys
+(README, "How far toy verdicts depend on the machine").
+
+The population's evidence id names its size: ``toy:rope-s0 .. s7`` -> ``toy:rope-n8``, so a
 ``-k`` run over fewer seeds makes a different row instead of overwriting the full one.
 
 Example::
 
-    population_verdict({"toy:rope-s0": "refuted", "toy:rope-s1": "refuted",
-                        "toy:rope-s2": "refuted"})          # ('refuted', 'all 3 seeds refuted')
+    population_verdict({f"toy:rope-s{i}": "refuted" for i in range(7)}
+                       | {"toy:rope-s7": "supported"})
+    # ('refuted', '7 of 8 applicable seeds refute (7 needed: P(X >= 7 | 8, 1/2) = 0.0352 ...')
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from math import comb
 
 from qkcore.pytest_plugin.result import ClaimResult
 
-__all__ = ["MIN_SEEDS", "add_populations", "population_verdict", "seed_of"]
+__all__ = [
+    "ALPHA",
+    "MIN_SEEDS",
+    "add_populations",
+    "agreement_needed",
+    "binomial_tail",
+    "population_verdict",
+    "seed_of",
+]
 
-MIN_SEEDS = 3
+#: the largest chance, under a fair coin per seed, at which agreement decides a population
+ALPHA = 0.05
+
+
+def binomial_tail(k: int, n: int) -> float:
+    """``P(X >= k)``, ``X ~ Binomial(n, 1/2)``: the chance that ``k`` of ``n`` fair coins agree."""
+    return sum(comb(n, i) for i in range(k, n + 1)) / 2**n
+
+
+def agreement_needed(n: int) -> int | None:
+    """The fewest of ``n`` seeds that decide a population (tail <= ALPHA); None below the power."""
+    for k in range(n // 2 + 1, n + 1):
+        if binomial_tail(k, n) <= ALPHA:
+            return k
+    return None
+
+
+#: the fewest applicable seeds at which full agreement can decide
+MIN_SEEDS = next(n for n in range(1, 64) if agreement_needed(n) is not None)
 _SEED = re.compile(r"^(?P<kind>toy[a-z0-9-]*):(?P<name>.+)-s(?P<seed>\d+)$")
 
 
@@ -56,19 +90,22 @@ def population_verdict(seeds: dict[str, str]) -> tuple[str, str]:
         return "skipped", "no seed had this evidence"
     if counts["not-applicable"] > applicable:
         return "not-applicable", f"the premise fails on most seeds ({told})"
-    if applicable < MIN_SEEDS:
+    needed = agreement_needed(applicable)
+    if needed is None:
         return "inconclusive", (
-            f"too little power: {applicable} applicable seed(s), {MIN_SEEDS} needed "
-            f"(two seeds agree by chance with probability 1/2); {told}"
+            f"too little power: {applicable} applicable seed(s), {MIN_SEEDS} needed (full "
+            f"agreement by chance: {binomial_tail(applicable, applicable):.3g} > {ALPHA}); {told}"
         )
-    chance = f"chance of agreement 2^(1-{applicable}) = {2.0 ** (1 - applicable):.3g}"
-    if counts["supported"] == applicable:
-        return "supported", f"all {applicable} applicable seeds support ({chance})"
-    if counts["refuted"] == applicable:
-        return "refuted", f"all {applicable} applicable seeds refute ({chance})"
+    chance = f"{needed} needed: P(X >= {needed} | {applicable}, 1/2) = "
+    chance += f"{binomial_tail(needed, applicable):.3g}"
+    for verdict, verb in (("supported", "support"), ("refuted", "refute")):
+        if counts[verdict] >= needed:
+            return verdict, (
+                f"{counts[verdict]} of {applicable} applicable seeds {verb} ({chance}; {told})"
+            )
     if counts["inconclusive"] == applicable:
         return "inconclusive", f"every applicable seed is inconclusive ({told})"
-    return "inconclusive", f"the seeds disagree ({told})"
+    return "inconclusive", f"the seeds disagree ({chance}; {told})"
 
 
 def _population_nodeid(nodeid: str, seed_evidence: str, population: str) -> str:

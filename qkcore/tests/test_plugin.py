@@ -355,8 +355,9 @@ SEED_TESTS = """
 import pytest
 from qkcore.evidence.refs import EvidenceRef, evidence_params
 
-VALUES = {"toy:rope-s0": 0.9, "toy:rope-s1": 0.85, "toy:rope-s2": 0.95,
-          "toy:ape-s0": 0.9, "toy:ape-s1": 0.1, "toy:ape-s2": 0.95}
+# rope: 8 of 8 seeds support; ape: 6 of 8 (7 are needed at n = 8)
+VALUES = {f"toy:rope-s{i}": 0.9 for i in range(8)} | {"toy:rope-s1": 0.85}
+VALUES |= {f"toy:ape-s{i}": 0.9 for i in range(8)} | {"toy:ape-s1": 0.1, "toy:ape-s5": 0.2}
 REFS = [EvidenceRef("toy", name.split(":")[1], name.split(":")[1].split("-")[0])
         for name in VALUES]
 
@@ -370,39 +371,66 @@ def test_seed(ref, claim_record):
 
 def test_toy_seeds_are_judged_as_populations(pytester: pytest.Pytester):
     """Seed rows are details: a refuted seed does not fail the run, and one population row per
-    scheme carries the verdict (unanimity over >= 3 seeds) into the baseline."""
+    scheme carries the verdict (7 of 8 seeds agreeing) into the baseline."""
     pytester.makepyfile(test_seeds=SEED_TESTS)
     result = run(pytester, "--claims-update-baseline")
-    result.assert_outcomes(passed=5, xfailed=1)
+    result.assert_outcomes(passed=14, xfailed=2)
     assert result.ret == 0
     rows = {r["evidence"]: r for r in report(pytester)["results"]}
-    assert rows["toy:rope-n3"]["verdict"] == "supported"
-    assert rows["toy:ape-n3"]["verdict"] == "inconclusive"
-    assert "disagree" in rows["toy:ape-n3"]["reason"]
+    assert rows["toy:rope-n8"]["verdict"] == "supported"
+    assert rows["toy:ape-n8"]["verdict"] == "inconclusive"
+    assert "disagree" in rows["toy:ape-n8"]["reason"]
     baseline = json.loads((pytester.path / "reports/baseline.json").read_text())["verdicts"]
     assert baseline == {
-        "test_seeds.py::test_seed[toy:ape-n3]": "inconclusive",
-        "test_seeds.py::test_seed[toy:rope-n3]": "supported",
+        "test_seeds.py::test_seed[toy:ape-n8]": "inconclusive",
+        "test_seeds.py::test_seed[toy:rope-n8]": "supported",
     }
-    # one more seed flips: the population becomes inconclusive, which is drift
-    pytester.makepyfile(test_seeds=SEED_TESTS.replace('"toy:rope-s1": 0.85', '"toy:rope-s1": 0.5'))
+    # one seed changing sides leaves 7 of 8: the population stands
+    one = SEED_TESTS.replace('"toy:rope-s1": 0.85', '"toy:rope-s1": 0.5')
+    pytester.makepyfile(test_seeds=one)
+    assert run(pytester).ret == 0
+    # a second one leaves 6 of 8: the population becomes inconclusive, which is drift
+    two = one.replace("\nREFS", '\nVALUES["toy:rope-s2"] = 0.5\nREFS')
+    pytester.makepyfile(test_seeds=two)
     drift = run(pytester)
     assert drift.ret == 1
-    drift.stdout.fnmatch_lines(["*test_seed?toy:rope-n3?: supported -> inconclusive"])
+    drift.stdout.fnmatch_lines(["*test_seed?toy:rope-n8?: supported -> inconclusive"])
 
 
 def test_population_rule():
     from qkcore.pytest_plugin.populations import population_verdict
 
-    assert population_verdict(dict.fromkeys("abc", "refuted"))[0] == "refuted"
-    assert population_verdict({"a": "supported", "b": "supported"})[0] == "inconclusive"
+    assert population_verdict(dict.fromkeys("abcde", "refuted"))[0] == "refuted"
+    assert population_verdict(dict.fromkeys("abcd", "supported"))[0] == "inconclusive"
+    seven_of_eight = dict.fromkeys("abcdefg", "refuted") | {"h": "supported"}
+    assert population_verdict(seven_of_eight)[0] == "refuted"
+    six_of_eight = seven_of_eight | {"g": "inconclusive"}  # an inconclusive seed is no vote
+    assert population_verdict(six_of_eight)[0] == "inconclusive"
     verdict, reason = population_verdict(
         {"a": "not-applicable", "b": "not-applicable", "c": "supported"}
     )
     assert verdict == "not-applicable" and "premise" in reason
     assert population_verdict({"a": "supported", "b": "error", "c": "supported"})[0] == "error"
-    assert "every applicable seed" in population_verdict(dict.fromkeys("abc", "inconclusive"))[1]
-    assert population_verdict(dict.fromkeys("abcde", "supported"))[1].endswith("0.0625)")
+    every = population_verdict(dict.fromkeys("abcdefgh", "inconclusive"))
+    assert every == ("inconclusive", "every applicable seed is inconclusive (8 inconclusive)")
+    five = population_verdict(dict.fromkeys("abcde", "supported"))
+    assert "P(X >= 5 | 5, 1/2) = 0.0312" in five[1]
+    assert "too little power" in population_verdict(dict.fromkeys("abc", "inconclusive"))[1]
+
+
+@pytest.mark.parametrize("n", range(1, 40))
+def test_agreement_needed_is_the_smallest_count_whose_binomial_tail_is_below_alpha(n):
+    from scipy.stats import binom
+
+    from qkcore.pytest_plugin.populations import ALPHA, agreement_needed, binomial_tail
+
+    needed = agreement_needed(n)
+    tails = {k: binom.sf(k - 1, n, 0.5) for k in range(n + 1)}
+    assert all(abs(binomial_tail(k, n) - tails[k]) < 1e-12 for k in tails)
+    if needed is None:
+        assert tails[n] > ALPHA
+    else:
+        assert tails[needed] <= ALPHA < tails[needed - 1] and needed > n / 2
 
 
 def test_invalid_baseline_with_update_is_refused_with_a_fix_that_works(pytester: pytest.Pytester):
