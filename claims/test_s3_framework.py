@@ -21,7 +21,12 @@ import pytest
 import scipy.optimize
 
 from qkcore import QKFactors, dense_metrics, ginibre_factors
-from qkcore.analysis.convention import frequency_check, rebuild_scores
+from qkcore.analysis.convention import (
+    diagonal_scores,
+    frequency_check,
+    rebuild_scores,
+    visible,
+)
 from qkcore.linalg.spectra import D_head, dir_frac, eigenvalues
 from qkcore.testing.strategies import conditioned_matrix
 from qkcore.testing.tolerances import (
@@ -385,6 +390,18 @@ def _unit_roundoff(model) -> float:
     return float(torch.finfo(model.bridge.W_E.dtype).eps) / 2
 
 
+def _sum_of_frequency_terms(model, claim_record) -> bool:
+    """Premise of every rebuild from {M_t, theta_t}: the scores are a sum of M_t terms, which
+    per-token QK-norm (q / rms(q), k / rms(k) before rotation) breaks."""
+    return claim_record.check(
+        "per-token QK-norm (scores then are not a sum of M_t terms)",
+        "present" if model.qk_norm is not None else "absent",
+        "==",
+        "absent",
+        kind="premise",
+    )
+
+
 def _relative_convention_errors(model, *, n_tokens: int = 32, seed: int = 0) -> dict:
     """Per layer, rebuilt vs hook scores relative to the layer's largest score.
 
@@ -399,13 +416,9 @@ def _relative_convention_errors(model, *, n_tokens: int = 32, seed: int = 0) -> 
     cache = random_token_forward(
         model, n_tokens, seed, ("q.hook_in", "hook_attn_scores", "hook_pattern")
     )
-    keep = (
-        np.tril(np.ones((n_tokens, n_tokens), dtype=bool))
-        if model.causal
-        else np.ones((n_tokens, n_tokens), dtype=bool)
-    )
     out = {"abs": 0.0, "rel": 0.0, "diag_abs": 0.0, "diag_rel": 0.0, "holds": "scores"}
     for layer in range(model.n_layers):
+        keep = visible(model, layer, n_tokens)  # causal, and within the layer's window
         x = cache[f"blocks.{layer}.attn.q.hook_in"][0]
         hook = cache[f"blocks.{layer}.attn.hook_attn_scores"][0]
         pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0]
@@ -420,14 +433,7 @@ def _relative_convention_errors(model, *, n_tokens: int = 32, seed: int = 0) -> 
         else:
             err = float(np.abs(rebuilt - hook)[:, keep].max())
             scale = float(np.abs(hook[:, keep]).max())
-            A, B = model.factors.A[layer], model.factors.B[layer]
-            q = np.einsum("nd,hdk->hnk", x, A)
-            k = np.einsum("nd,hdk->hnk", x, B)
-            if model.b_Q is not None:
-                q = q + model.b_Q[layer][:, None, :]
-            if model.b_K is not None:
-                k = k + model.b_K[layer][:, None, :]
-            diag = np.einsum("hnk,hnk->hn", q, k) / model.attn_scale
+            diag = diagonal_scores(model, x, layer)
             diag_err = float(np.abs(diag - np.diagonal(hook, axis1=-2, axis2=-1)).max())
             out["diag_abs"] = max(out["diag_abs"], diag_err)
             out["diag_rel"] = max(out["diag_rel"], diag_err / scale)
@@ -479,6 +485,17 @@ def test_scores_rebuilt_from_factors(evidence, claim_record):
         claim_record.note(
             f"{model.name}: TransformerLens puts post-softmax probabilities on hook_attn_scores "
             "for this architecture; the comparison is on probabilities."
+        )
+    if model.qk_norm is not None:
+        claim_record.note(
+            f"{model.name} has QK-norm: M (with the q/k gains folded in) alone does not give its "
+            "scores; the rebuild divides each score by rms(q_i) rms(k_j) of the un-gained "
+            "projections, as the model does."
+        )
+    if model.forward_door == "transformers-hooks":
+        claim_record.note(
+            f"{model.name}: TransformerBridge does not support this architecture; scores were "
+            "read through hooks on the transformers model (qkcore.models.hf_forward)."
         )
     if model.rotary is None:
         claim_record.check(
@@ -534,9 +551,12 @@ def test_rope_reconstruction_from_frequency_operators(evidence, claim_record):
     tables add ~n u with n = 32 positions, far below). Number - max absolute error <= 1e-6
     (fp32) or 1e-2 (bf16) at its printed precision.
 
-    Premises: none (the evidence marker selects rotary models). Power: not applicable.
+    Premises: no per-token QK-norm (with it the scores are not a sum of M_t terms; the evidence
+    marker selects rotary models). Power: not applicable.
     """
     model = evidence.model()
+    if not _sum_of_frequency_terms(model, claim_record):
+        return
     u = _unit_roundoff(model)
     d, k = model.factors.d, model.factors.k
     check = frequency_check(model)

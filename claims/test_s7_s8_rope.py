@@ -362,12 +362,21 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim_record):
     printed 6e-6 (fp32) / 2e-5 (bf16 Llama) - an erratum if it fails; on other models the
     paper prints no number, so it is recorded beside 6e-6.
 
-    Premises: the model runs in float32 (the tolerance's u).
+    Premises: the model runs in float32 (the tolerance's u); no per-token QK-norm (with it the
+    scores are not a sum of M_t terms, so there is no decomposition to verify).
 
     Power: every head of the model, 32 x 32 scores each; no sampling question."""
     model = evidence.model()
     dtype = str(model.bridge.W_E.dtype).replace("torch.", "")
     claim_record.check("dtype of the model's forward pass", dtype, "==", "float32", kind="premise")
+    if not claim_record.check(
+        "per-token QK-norm (scores then are not a sum of M_t terms)",
+        "present" if model.qk_norm is not None else "absent",
+        "==",
+        "absent",
+        kind="premise",
+    ):
+        return
     d, k = model.factors.A.shape[-2:]
     tolerance = (d + k + KERNEL_TOKENS) * U32
     check = frequency_check(model, n_tokens=KERNEL_TOKENS)

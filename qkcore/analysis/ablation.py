@@ -65,7 +65,12 @@ def ablated_scorer(model, layer: int, head: int, kind: str) -> Callable[[np.ndar
     if kind == "drop_imag":
         if model.rotary is None:
             raise QKError(f"{model.name} has no rotary embedding: there is no Im(M_t) to drop.")
-        ops = frequency_operators(np.vstack([A, b_Q]), np.vstack([B, b_K]), model.rotary)
+        if model.qk_norm is not None:
+            raise QKError(
+                f"{model.name} normalises q and k per token (QK-norm): Im(M_t) cannot be "
+                "dropped from its scores by editing M_t alone."
+            )
+        ops = frequency_operators(np.vstack([A, b_Q]), np.vstack([B, b_K]), model.rotary_at(layer))
 
         def raw(x: np.ndarray) -> np.ndarray:
             x_aug = np.concatenate([x, np.ones((x.shape[0], 1))], axis=1)
@@ -91,6 +96,8 @@ def ablated_scorer(model, layer: int, head: int, kind: str) -> Callable[[np.ndar
         if slope is not None:
             n = x.shape[0]
             out = out - slope * (np.arange(n)[:, None] - np.arange(n)[None, :])
+        if model.softcap is not None:
+            out = model.softcap * np.tanh(out / model.softcap)
         return out
 
     return scores
@@ -130,6 +137,7 @@ def run_with_hooks(model, tokens: np.ndarray, hooks: list, names: set[str] | Non
     """
     import torch
 
+    model.check_length(tokens.shape[-1])
     bridge = model.bridge
     cache: dict[str, np.ndarray] = {}
 

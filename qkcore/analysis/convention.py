@@ -31,8 +31,10 @@ __all__ = [
     "ConventionCheck",
     "FrequencyCheck",
     "convention_check",
+    "diagonal_scores",
     "frequency_check",
     "rebuild_scores",
+    "visible",
 ]
 
 
@@ -42,34 +44,66 @@ def rebuild_scores(model, x: np.ndarray, layer: int) -> np.ndarray:
     ``x: [n, d]`` is the layer's attention input as the factors expect it (the query
     projection's input).
     """
-    A = model.factors.A[layer]  # [H, d, k]
-    B = model.factors.B[layer]
-    q = np.einsum("nd,hdk->hnk", x, A)
-    k = np.einsum("nd,hdk->hnk", x, B)
-    if model.b_Q is not None:
-        q = q + model.b_Q[layer][:, None, :]
-    if model.b_K is not None:
-        k = k + model.b_K[layer][:, None, :]
-    if model.rotary is not None:
+    q, k = _projections(model, x, layer)
+    rotary = model.rotary_at(layer)
+    if rotary is not None:
         positions = np.arange(x.shape[0])
-        q = apply_rotary(q, positions, model.rotary)
-        k = apply_rotary(k, positions, model.rotary)
+        q = apply_rotary(q, positions, rotary)
+        k = apply_rotary(k, positions, rotary)
     scores = np.einsum("hik,hjk->hij", q, k) / model.attn_scale
     if model.alibi_slopes is not None:
         n = x.shape[0]
         distance = np.arange(n)[:, None] - np.arange(n)[None, :]
+        if model.alibi_form == "key":  # + slope j = - slope (i - j) + slope i
+            distance = -np.broadcast_to(np.arange(n)[None, :], (n, n))
         scores = scores - model.alibi_slopes[:, None, None] * distance
-    return scores
+    return _capped(model, scores)
 
 
-def _diag_scores(model, x: np.ndarray, layer: int) -> np.ndarray:
-    """``score_ii`` from M alone (plus bias terms): ``[H, n]``. Rotation cancels at i = j."""
-    A, B = model.factors.A[layer], model.factors.B[layer]
-    qa = np.einsum("nd,hdk->hnk", x, A)
-    kb = np.einsum("nd,hdk->hnk", x, B)
-    q = qa + (model.b_Q[layer][:, None, :] if model.b_Q is not None else 0)
-    k = kb + (model.b_K[layer][:, None, :] if model.b_K is not None else 0)
-    return np.einsum("hnk,hnk->hn", q, k) / model.attn_scale
+def _capped(model, scores: np.ndarray) -> np.ndarray:
+    """Soft-capping where the model has it (Gemma 2): ``c tanh(s / c)``."""
+    if model.softcap is None:
+        return scores
+    return model.softcap * np.tanh(scores / model.softcap)
+
+
+def visible(model, layer: int, n: int) -> np.ndarray:
+    """``[n, n]``: which keys each query sees - causal (where the model is) and within the
+    layer's attention window (where it has one)."""
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    keep = (j <= i) if model.causal else np.ones((n, n), dtype=bool)
+    window = model.windows[layer] if model.windows else None
+    if window is not None:
+        keep = keep & (i - j < window)
+    return keep
+
+
+def _projections(model, x: np.ndarray, layer: int) -> tuple[np.ndarray, np.ndarray]:
+    """Queries and keys ``[H, n, k]`` before rotation: ``x A + b_Q`` and ``x B + b_K``, divided
+    per token by ``rms`` of the un-gained projection where the model has QK-norm (the gains are
+    already in ``A`` and ``B``)."""
+    q = np.einsum("nd,hdk->hnk", x, model.factors.A[layer])
+    k = np.einsum("nd,hdk->hnk", x, model.factors.B[layer])
+    if model.b_Q is not None:
+        q = q + model.b_Q[layer][:, None, :]
+    if model.b_K is not None:
+        k = k + model.b_K[layer][:, None, :]
+    if model.qk_norm is not None:
+        eps = model.qk_norm_eps
+        g_q, g_k = model.qk_norm[0][layer], model.qk_norm[1][layer]
+        q = q / np.sqrt(((q / g_q) ** 2).mean(axis=-1, keepdims=True) + eps)
+        k = k / np.sqrt(((k / g_k) ** 2).mean(axis=-1, keepdims=True) + eps)
+    return q, k
+
+
+def diagonal_scores(model, x: np.ndarray, layer: int) -> np.ndarray:
+    """``score_ii`` from M alone (plus bias terms and QK-norm's per-token scale): ``[H, n]``.
+    Rotation cancels at i = j."""
+    q, k = _projections(model, x, layer)
+    diag = np.einsum("hnk,hnk->hn", q, k) / model.attn_scale
+    if model.alibi_slopes is not None and model.alibi_form == "key":
+        diag = diag + model.alibi_slopes[:, None] * np.arange(x.shape[0])[None, :]
+    return _capped(model, diag)
 
 
 @dataclass(frozen=True)
@@ -102,7 +136,6 @@ def convention_check(model, *, n_tokens: int = 32, seed: int = 0) -> ConventionC
     cache = random_token_forward(
         model, n_tokens, seed, ("q.hook_in", "hook_attn_scores", "hook_pattern")
     )
-    mask = np.tril(np.ones((n_tokens, n_tokens), dtype=bool)) if model.causal else None
     worst_abs, worst_rel, worst_diag = 0.0, 0.0, 0.0
     holds = "scores"
     for layer in range(model.n_layers):
@@ -110,7 +143,7 @@ def convention_check(model, *, n_tokens: int = 32, seed: int = 0) -> ConventionC
         hook = cache[f"blocks.{layer}.attn.hook_attn_scores"][0]
         pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0]
         rebuilt = rebuild_scores(model, x, layer)
-        keep = np.broadcast_to(mask, hook.shape) if mask is not None else np.ones(hook.shape, bool)
+        keep = np.broadcast_to(visible(model, layer, n_tokens), hook.shape)
         if np.allclose(hook, pattern) and np.allclose(hook.sum(-1), 1.0, atol=1e-4):
             holds = "probabilities"
             rebuilt_cmp = _softmax(np.where(keep, rebuilt, -np.inf))
@@ -121,7 +154,8 @@ def convention_check(model, *, n_tokens: int = 32, seed: int = 0) -> ConventionC
         worst_rel = max(worst_rel, float(err / np.abs(hook[keep]).max()))
         if holds == "scores":
             diag = np.diagonal(hook, axis1=-2, axis2=-1)
-            worst_diag = max(worst_diag, float(np.abs(_diag_scores(model, x, layer) - diag).max()))
+            from_m = diagonal_scores(model, x, layer)
+            worst_diag = max(worst_diag, float(np.abs(from_m - diag).max()))
         else:
             worst_diag = float("nan")
     return ConventionCheck(model.name, worst_abs, worst_rel, worst_diag, holds, n_tokens)
@@ -160,6 +194,11 @@ def frequency_check(model, *, n_tokens: int = 32, seed: int = 0, max_offset: int
 
     if model.rotary is None:
         raise QKError(f"{model.name} has no rotary embedding: there are no M_t to rebuild from.")
+    if model.qk_norm is not None:
+        raise QKError(
+            f"{model.name} normalises q and k per token (QK-norm): its scores are not a sum of "
+            "M_t terms, so the per-frequency rebuild does not apply (convention_check does)."
+        )
     cache = random_token_forward(model, n_tokens, seed, ("q.hook_in", "hook_attn_scores"))
     mask = np.tril(np.ones((n_tokens, n_tokens), dtype=bool))
     positions = np.arange(n_tokens)
@@ -170,7 +209,7 @@ def frequency_check(model, *, n_tokens: int = 32, seed: int = 0, max_offset: int
         hook = cache[f"blocks.{layer}.attn.hook_attn_scores"][0]
         A, B = _augmented(model, layer)
         x_aug = np.concatenate([x, np.ones((n_tokens, 1))], axis=1)
-        ops = frequency_operators(A, B, model.rotary)
+        ops = frequency_operators(A, B, model.rotary_at(layer))
         sym = rope_scores(ops, x_aug, positions, part="symmetric")
         direc = rope_scores(ops, x_aug, positions, part="directional")
         full = rope_scores(ops, x_aug, positions)

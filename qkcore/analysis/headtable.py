@@ -190,8 +190,9 @@ def weight_columns(model, spec: TableSpec = TableSpec()) -> dict[str, np.ndarray
             columns[f"{name}_null_mean"] = null[name].mean
             columns[f"{name}_null_std"] = null[name].std
             columns[f"{name}_z"] = null[name].z(metrics[name])
-        if model.rotary is not None:
-            columns.update(phase_features(sub.A, sub.B, model.rotary))
+        rotary = model.rotary_at(layer)
+        if rotary is not None:
+            columns.update(phase_features(sub.A, sub.B, rotary))
         per_layer.append(columns)
     stacked = {name: np.stack([c[name] for c in per_layer]) for name in per_layer[0]}
     stacked["copying"] = copying_scores(model)

@@ -184,7 +184,7 @@ def weights_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
             marks.append(
                 pytest.mark.skip(
                     reason=f"{ref.evidence_id}: its positional scheme could not be read from its "
-                    "config (architecture not in qkcore.models.schemes.ARCHITECTURE_SCHEME), so "
+                    "config (architecture not in qkcore.models.architectures.ARCHITECTURES), so "
                     "it cannot bear on a scheme-specific claim"
                 )
             )

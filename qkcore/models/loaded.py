@@ -54,6 +54,39 @@ class LoadedModel:
     cache_state: str = "n/a"  # cold | cached | n/a
     content_key: str = ""  # identifies the weights: file hashes or the hub commit
     alibi_slopes: np.ndarray | None = None  # [H] for ALiBi models: score -= slope * (i - j)
+    #: how the model adds ALiBi to its raw scores: ``distance`` (``- slope (i - j)``) or ``key``
+    #: (BLOOM: ``+ slope j``, the same after softmax: they differ by a constant per row)
+    alibi_form: str = "distance"
+    #: attention logit soft-capping (Gemma 2): scores become ``c tanh(s / c)`` before the mask
+    softcap: float | None = None
+    #: per layer, the attention window (a query sees keys with ``i - j < window``) or None
+    windows: tuple[int | None, ...] = ()
+    #: per-layer rotary info where layers differ (Gemma 3: local and global bases); empty when
+    #: every layer has ``rotary``
+    rotary_layers: tuple[RotaryInfo, ...] = ()
+    #: QK-norm gains ``(g_q, g_k)``, ``[L, k]`` each (already folded into ``factors``), and the
+    #: norm's epsilon: scores divide by ``rms(q_i) rms(k_j)`` of the un-gained projections
+    qk_norm: tuple[np.ndarray, np.ndarray] | None = None
+    qk_norm_eps: float = 1e-6
+    #: the longest sequence the model's positions cover (learned position tables), None if any
+    n_ctx: int | None = None
+    #: which forward door opened: "transformer-lens", "transformers-hooks", "toy"
+    forward_door: str = "transformer-lens"
+
+    def check_length(self, n: int) -> None:
+        """Refuse a sequence longer than the model's position table, naming both lengths."""
+        if self.n_ctx is not None and n > self.n_ctx:
+            raise QKError(
+                f"{self.name}: sequences of {n} tokens exceed its {self.n_ctx} learned positions; "
+                "the analyses need longer contexts than this model has (its config's "
+                "max_position_embeddings / n_positions)."
+            )
+
+    def rotary_at(self, layer: int) -> RotaryInfo | None:
+        """The rotary info of ``layer`` (None without RoPE)."""
+        if self.rotary_layers:
+            return self.rotary_layers[layer]
+        return self.rotary
 
     @property
     def n_layers(self) -> int:
@@ -88,6 +121,7 @@ class LoadedModel:
         """
         import torch
 
+        self.check_length(tokens.shape[-1])
         with torch.no_grad():
             logits, cache = self.bridge.run_with_cache(
                 torch.as_tensor(tokens, dtype=torch.long), names_filter=lambda n: n in names

@@ -1,18 +1,23 @@
 """Load a pretrained model source into the one thing the analysis sees: :class:`LoadedModel`.
 
-Whatever the source (GGUF, a Hugging Face folder, the hub cache), the analysis gets per-head
-factors in float64 - normalisation folded as the paper's convention says, GQA expanded - with
-biases, rotary dims/base/pairing, a positional-scheme tag and the norm type, plus a
-TransformerLens bridge for forward passes with hooks.
+Two doors into a model:
 
-Normalisation (CLAIMS.md conventions):
+- the **weights door** (:mod:`qkcore.models.weights`): per-head ``W_Q, W_K`` (and what else a
+  claim reads) straight from the tensor files through the architecture table, folded in
+  float64 as the paper's convention says - every spectral claim needs only this;
+- the **forward door**: a TransformerLens ``TransformerBridge`` where it boots, else hooks on
+  the transformers model itself (:class:`~qkcore.models.hf_forward.HFForward`), else a door that
+  refuses with the reason (:class:`~qkcore.models.hf_forward.ClosedForward`) - behaviour,
+  ablations and F2 need it. ``LoadedModel.forward_door`` says which opened.
+
+Normalisation (CLAIMS.md conventions; the identities in :mod:`qkcore.models.weights`):
 
 - pre-norm RMSNorm (Llama, SmolLM2): gain folded into W_Q, W_K (``M_eff = M``);
 - pre-norm LayerNorm (GPT-2, OPT, Pythia, ...): gain folded, LN bias folded into b_Q, b_K,
   centring folded into the factors (``M_eff = C M C``);
-- post-norm BERT (MiniLM): TransformerLens does not fold a post-LN model, and the LN that feeds
-  layer l is the previous layer's output norm; we analyse the **raw** operator
-  ``W_Q W_K^T`` (no gain, no centring) and tag the norm ``ln-post`` so reports can say so.
+- post-norm BERT (MiniLM): the LN that feeds layer l is the previous layer's output norm; we
+  analyse the **raw** operator ``W_Q W_K^T`` (no gain, no centring) and tag the norm
+  ``ln-post`` so reports can say so.
 
 GGUF files are dequantized by transformers once and cached (content-addressed by the GGUF's
 sha256 and the library versions) as safetensors, so later loads take about a second.
@@ -24,23 +29,34 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from qkcore.diskcache import DiskCache, sha256_file
 from qkcore.errors import QKError
-from qkcore.linalg.operators import QKFactors
-from qkcore.linalg.rope import RotaryInfo
+from qkcore.models.architectures import Architecture, alibi_slopes, attention_windows
 from qkcore.models.corpus import corpus_sampler
+from qkcore.models.hf_forward import ClosedForward, HFForward
 from qkcore.models.loaded import LoadedModel
 from qkcore.models.sources import ModelSource, resolve_source
+from qkcore.models.weights import AttentionWeights, read_weights
 
-__all__ = ["load_model"]
+__all__ = ["FORWARD_DOORS", "load_model", "model_view"]
 
 _GGUF_MAGIC = b"GGUF"
 
 
-def load_model(spec: str | ModelSource, *, dtype: str = "float32") -> LoadedModel:
-    """Load a model spec (see :func:`~qkcore.models.sources.resolve_source`) for analysis."""
+#: the forward doors ``load_model(forward=...)`` can ask for
+FORWARD_DOORS = ("auto", "transformer-lens", "transformers-hooks")
+
+
+def load_model(
+    spec: str | ModelSource, *, dtype: str = "float32", forward: str = "auto"
+) -> LoadedModel:
+    """Load a model spec (see :func:`~qkcore.models.sources.resolve_source`) for analysis.
+
+    ``forward``: ``auto`` opens TransformerBridge where it boots and hooks on the transformers
+    model otherwise; naming a door opens that one or raises why it cannot.
+    """
+    if forward not in FORWARD_DOORS:
+        raise QKError(f"forward={forward!r}: choose one of {FORWARD_DOORS}.")
     import torch
 
     source = spec if isinstance(spec, ModelSource) else resolve_source(spec)
@@ -55,9 +71,10 @@ def load_model(spec: str | ModelSource, *, dtype: str = "float32") -> LoadedMode
     else:
         folder = Path(source.local_path())
         content_key = _content_key(source, folder)
-    hf_model, tokenizer = _load_hf(folder, source, getattr(torch, dtype))
-    bridge = _boot_bridge(str(folder), hf_model, tokenizer)
-    model = _analysis_view(source.name, bridge, hf_model, tokenizer)
+    weights = read_weights(folder, source.name)  # the weights door
+    hf_model, tokenizer = _load_hf(folder, source, getattr(torch, dtype), weights.arch)
+    bridge, door = _open_forward(str(folder), hf_model, tokenizer, weights, forward)
+    model = model_view(source.name, weights, bridge, tokenizer, door)
     model.load_seconds = time.perf_counter() - start
     model.cache_state = cache_state
     model.content_key = content_key
@@ -122,135 +139,110 @@ def _dequantized_gguf(path: Path) -> tuple[Path, str]:
     return cache.get_or_build(key, build), state
 
 
-def _load_hf(folder: Path, source: ModelSource, dtype: Any) -> tuple[Any, Any]:
-    import json
+def _load_hf(folder: Path, source: ModelSource, dtype: Any, arch: Architecture) -> tuple[Any, Any]:
+    """The transformers model (the architecture table's class) and its tokenizer (None when the
+    folder has none: tiny test models)."""
+    import transformers
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer, BertForMaskedLM
-
-    config = json.loads((folder / "config.json").read_text())
     kwargs = {"attn_implementation": "eager", "dtype": dtype}
     if source.revision:
         kwargs["revision"] = source.revision
+    model_class = getattr(transformers, arch.hf_class)
     try:
-        if config.get("model_type") == "bert":
+        if arch.family == "bert":
             # The packaged MiniLM is a bare BertModel; TransformerLens bridges BertForMaskedLM.
             # The MLM head is absent from the checkpoint and stays random: attention (all we
             # analyse) is unaffected, masked-LM losses are meaningless and never used.
-            import transformers
-
             transformers.logging.set_verbosity_error()
-            model = BertForMaskedLM.from_pretrained(folder, **kwargs)
-        else:
-            model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
-        tokenizer = AutoTokenizer.from_pretrained(folder)
+        model = model_class.from_pretrained(folder, **kwargs)
     except OSError as exc:
         raise QKError(f"cannot load model files from {folder}: {exc}") from None
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError, TypeError):
+        tokenizer = None
+    if not getattr(model.config, "architectures", None):
+        # dequantized GGUF configs carry model_type only; TransformerBridge needs the class
+        model.config.architectures = [arch.hf_class]
     model.eval()
     return model, tokenizer
 
 
-def _boot_bridge(name: str, hf_model: Any, tokenizer: Any) -> Any:
+def _open_forward(
+    name: str, hf_model: Any, tokenizer: Any, weights: AttentionWeights, forward: str = "auto"
+) -> tuple[Any, str]:
+    """``(door, which)``: a TransformerBridge where it boots, else hooks on the transformers
+    model where the family runs through the attention interface, else one that refuses."""
     import warnings
 
     from transformer_lens.model_bridge import TransformerBridge
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return TransformerBridge.boot_transformers(name, hf_model=hf_model, tokenizer=tokenizer)
-
-
-def _param(bridge: Any, name: str) -> np.ndarray | None:
+    if forward == "transformers-hooks":
+        return HFForward(hf_model, weights), "transformers-hooks"
     try:
-        value = getattr(bridge, name)
-    except AttributeError:  # bias-free projections raise instead of returning None
-        return None
-    return None if value is None else value.detach().to("cpu").double().numpy()
-
-
-def _rotary_info(hf_config: Any, d_head: int) -> RotaryInfo:
-    params = getattr(hf_config, "rope_parameters", None) or {}
-    base = params.get("rope_theta", getattr(hf_config, "rope_theta", None))
-    if base is None:
-        raise QKError("rotary model without rope_theta in its config; cannot rebuild RoPE.")
-    fraction = params.get(
-        "partial_rotary_factor",
-        getattr(hf_config, "partial_rotary_factor", getattr(hf_config, "rotary_pct", 1.0)),
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bridge = TransformerBridge.boot_transformers(
+                name, hf_model=hf_model, tokenizer=tokenizer
+            )
+        if weights.norm != "ln-post":
+            # folds norm gain (and LN bias) into the hooked weights, as the factors are folded
+            bridge.enable_compatibility_mode()
+        return bridge, "transformer-lens"
+    except Exception as exc:  # TransformerBridge raises assorted types for unknown families
+        why = str(exc).split(". Available", 1)[0][:200]
+        if forward == "transformer-lens":
+            raise QKError(f"{weights.name}: TransformerBridge cannot boot it ({why}).") from None
+    if weights.arch.interface:
+        return HFForward(hf_model, weights), "transformers-hooks"
+    reason = (
+        f"{weights.name}: no forward door - TransformerBridge cannot boot "
+        f"{weights.arch.family} ({why}) and its attention does not run through transformers' "
+        "attention interface"
     )
-    return RotaryInfo(dims=round(d_head * float(fraction)), base=float(base))
+    return ClosedForward(reason, weights), "closed"
 
 
-def _analysis_view(name: str, bridge: Any, hf_model: Any, tokenizer: Any) -> LoadedModel:
-    cfg = bridge.cfg
-    model_type = hf_model.config.model_type
-    if model_type == "bert":
-        norm = "ln-post"
-    else:
-        norm = "rms" if cfg.normalization_type.upper().startswith("RMS") else "ln"
-        bridge.enable_compatibility_mode()  # folds norm gain (and LN bias) into W_Q, W_K, b_Q, b_K
-    W_Q, W_K = _param(bridge, "W_Q"), _param(bridge, "W_K")
-    b_Q, b_K = _param(bridge, "b_Q"), _param(bridge, "b_K")
-    n_heads, n_kv = W_Q.shape[1], W_K.shape[1]
-    group = n_heads // n_kv
-    # GQA: query head h reads key head h // group.
-    W_K = np.repeat(W_K, group, axis=1)
-    if b_K is not None:
-        b_K = np.repeat(b_K, group, axis=1)
-    try:
-        factors = QKFactors.from_weights(W_Q, W_K, centre=(norm == "ln"))
-    except QKError as exc:
-        raise QKError(f"model {name}: {exc}") from None
-    pos = cfg.positional_embedding_type
-    rotary = None
-    if pos == "rotary":
-        rotary = _rotary_info(hf_model.config, cfg.d_head)
-        rotary = RotaryInfo(rotary.dims, rotary.base, _pairing(bridge, rotary))
-        scheme = "rope" if rotary.dims == cfg.d_head else "rope-partial"
-    elif pos == "alibi":
-        scheme = "alibi"
-    else:
-        scheme = "ape"
-    scale = cfg.attn_scale if cfg.attn_scale and cfg.attn_scale > 0 else np.sqrt(cfg.d_head)
+def model_view(
+    name: str, weights: AttentionWeights, bridge: Any, tokenizer: Any, door: str
+) -> LoadedModel:
+    """The analysis view of a pretrained model: factors from the weights door, forward passes
+    through ``bridge``."""
+    factors, b_Q, b_K = weights.folded()
+    rotary = weights.rotary[0] if weights.rotary else None
+    per_layer = weights.rotary if len(set(weights.rotary)) > 1 else ()
     return LoadedModel(
         name=name,
-        scheme=scheme,
-        norm=norm,
-        causal=cfg.attention_dir == "causal",
+        scheme=weights.scheme,
+        norm=weights.norm,
+        causal=weights.arch.causal,
         factors=factors,
         b_Q=b_Q,
         b_K=b_K,
         rotary=rotary,
-        n_kv_heads=n_kv,
-        attn_scale=float(scale) if cfg.use_attn_scale else 1.0,
+        rotary_layers=per_layer,
+        n_kv_heads=weights.n_kv_heads,
+        attn_scale=weights.attn_scale,
         bridge=bridge,
         tokenizer=tokenizer,
-        input_sampler=corpus_sampler(tokenizer),
+        input_sampler=corpus_sampler(tokenizer) if tokenizer is not None else None,
+        qk_norm=weights.qk_gain,
+        qk_norm_eps=float(weights.config.get("rms_norm_eps", 1e-6)),
+        forward_door=door,
+        alibi_slopes=alibi_slopes(weights.n_heads) if weights.scheme == "alibi" else None,
+        alibi_form="key",  # BLOOM, the table's one ALiBi family
+        windows=attention_windows(weights.arch, weights.config),
+        softcap=weights.config.get("attn_logit_softcapping"),
+        n_ctx=_learned_positions(weights),
     )
 
 
-def _pairing(bridge: Any, info: RotaryInfo) -> str:
-    """Read the rotary pairing off the model: rotate its own queries both ways and keep the
-    pairing that reproduces ``hook_rot_q`` (the model's rotated queries)."""
-    import torch
-
-    from qkcore.linalg.rope import apply_rotary
-
-    tokens = torch.arange(1, 9)[None, :] % int(bridge.cfg.d_vocab)
-    names = {"blocks.0.attn.hook_q", "blocks.0.attn.hook_rot_q"}
-    with torch.no_grad():
-        _, cache = bridge.run_with_cache(tokens, names_filter=lambda n: n in names)
-    q = cache["blocks.0.attn.hook_q"][0].double().numpy()  # [n, H, k]
-    rot = cache["blocks.0.attn.hook_rot_q"][0].double().numpy()
-    positions = np.arange(q.shape[0])
-    errors = {}
-    for pairing in ("rotate-half", "adjacent"):
-        mine = apply_rotary(
-            np.swapaxes(q, 0, 1), positions, RotaryInfo(info.dims, info.base, pairing)
-        )
-        errors[pairing] = float(np.abs(np.swapaxes(mine, 0, 1) - rot).max())
-    best = min(errors, key=errors.get)
-    if errors[best] > 1e-3 * max(1.0, float(np.abs(rot).max())):
-        raise QKError(
-            f"neither rotary pairing reproduces the model's rotated queries (errors {errors}); "
-            f"rotary dims {info.dims} or base {info.base} read from the config are wrong."
-        )
-    return best
+def _learned_positions(weights: AttentionWeights) -> int | None:
+    """Length of a learned position table (absolute-position models); None otherwise."""
+    if weights.arch.positional != "ape":
+        return None
+    config = weights.config
+    for name in ("n_positions", "max_position_embeddings"):
+        if config.get(name):
+            return int(config[name])
+    return None

@@ -19,36 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from qkcore.errors import QKError
+from qkcore.models.architectures import ARCHITECTURES
 from qkcore.models.sources import ModelSource
 
 __all__ = ["ARCHITECTURE_SCHEME", "PAPER_MODEL_SCHEME", "probe_scheme", "scheme_of_config"]
 
-#: Positional scheme of each architecture (HF ``model_type``; GGUF names where they differ).
-ARCHITECTURE_SCHEME = {
-    "llama": "rope",
-    "mistral": "rope",
-    "mixtral": "rope",
-    "qwen2": "rope",
-    "qwen3": "rope",
-    "gemma": "rope",
-    "gemma2": "rope",
-    "gemma3": "rope",
-    "gemma3_text": "rope",
-    "phi3": "rope",
-    "olmo": "rope",
-    "falcon": "rope",
-    "gpt_neox": "rope",  # partial by rotary_pct (Pythia: 0.25)
-    "gptneox": "rope",
-    "gptj": "rope",  # partial by rotary_dim
-    "phi": "rope",  # partial by partial_rotary_factor
-    "gpt2": "ape",
-    "opt": "ape",
-    "gpt_neo": "ape",
-    "bert": "ape",
-    "roberta": "ape",
-    "bloom": "alibi",
-    "mpt": "alibi",
-}
+#: Positional scheme of each architecture (HF ``model_type`` and GGUF names), from the one table
+#: of architectures (:mod:`qkcore.models.architectures`).
+ARCHITECTURE_SCHEME = {t: arch.positional for arch in ARCHITECTURES for t in arch.model_types}
 
 #: The paper's seven models, for when their weights are not on this machine (no config to read).
 PAPER_MODEL_SCHEME = {

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from qkcore.errors import ForwardUnavailable
 from qkcore.pytest_plugin.baseline import read_baseline
 from qkcore.pytest_plugin.checks import verdict_of
 from qkcore.pytest_plugin.recorder import ClaimRecorder
@@ -134,6 +135,12 @@ def phase_verdict(
     report: pytest.TestReport, call: pytest.CallInfo, recorder: ClaimRecorder | None
 ) -> tuple[str | None, str]:
     """The verdict this phase implies, or None when it says nothing new."""
+    if call.excinfo is not None and call.excinfo.errisinstance(ForwardUnavailable):
+        # the evidence opens its weights but not its forward pass: absent, not broken
+        message = str(call.excinfo.value)
+        report.outcome = "skipped"
+        report.longrepr = (str(report.location[0]), report.location[1] or 0, f"Skipped: {message}")
+        return "skipped", message
     if report.skipped and not hasattr(report, "wasxfail"):
         return "skipped", _skip_reason(report)
     if report.when == "setup" and report.failed:

@@ -458,3 +458,23 @@ def test_the_run_ends_with_the_claims_summary_and_report_paths(pytester: pytest.
     ]
     assert any(line.startswith("total: ") for line in claims_section)
     assert len(lines) - summary <= 3  # only failures and errors are listed after it
+
+
+def test_a_closed_forward_door_skips_with_its_reason(pytester: pytest.Pytester):
+    """A model that opens only its weights: a claim needing a forward pass is skipped with the
+    door's reason (absent evidence), never an error row."""
+    pytester.makepyfile(
+        test_door="""
+import pytest
+from qkcore.errors import ForwardUnavailable
+
+@pytest.mark.claim("F2", section="3", statement="scores rebuild")
+def test_scores(claim_record):
+    raise ForwardUnavailable("weights:tiny: no forward door - bloom cannot be hooked")
+"""
+    )
+    result = run(pytester)
+    result.assert_outcomes(skipped=1)
+    assert result.ret == 0
+    (row,) = report(pytester)["results"]
+    assert row["verdict"] == "skipped" and "no forward door - bloom" in row["reason"]

@@ -139,6 +139,7 @@ def toy_model_view(
         tokenizer=_NoTokenizer(),
         input_sampler=task_inputs,
         content_key=content_key,
+        forward_door="toy",
         alibi_slopes=alibi_slopes(config.n_heads).double().numpy()
         if config.scheme == "alibi"
         else None,
