@@ -116,6 +116,33 @@ def _check_gguf(path: Path) -> None:
         ) from None
 
 
+def _gguf_config_fixes(path: Path) -> dict[str, Any]:
+    """Config fields the GGUF holds but transformers' GGUF reader drops for some families:
+
+    - ``<arch>.attention.key_length``: a head size other than ``d / n_heads`` (Qwen3, Gemma),
+      not read for every family; without it the attention weights do not fit the model built;
+    - ``gpt2.context_length``: read into the legacy ``n_ctx`` while the position table's size
+      is ``n_positions`` (any GPT-2-family GGUF with a context other than 1024).
+    """
+    from gguf import GGUFReader
+
+    reader = GGUFReader(str(path))
+
+    def field(name: str) -> Any:
+        entry = reader.fields.get(name)
+        return None if entry is None else entry.parts[entry.data[0]][0]
+
+    arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
+    key_length = field(f"{arch}.attention.key_length")
+    width, heads = field(f"{arch}.embedding_length"), field(f"{arch}.attention.head_count")
+    fixes: dict[str, Any] = {}
+    if key_length and width and heads and int(key_length) != int(width) // int(heads):
+        fixes["head_dim"] = int(key_length)
+    if arch == "gpt2" and field("gpt2.context_length"):
+        fixes["n_positions"] = int(field("gpt2.context_length"))
+    return fixes
+
+
 def _dequantized_gguf(path: Path) -> tuple[Path, str]:
     _check_gguf(path)
     # the cache appends the code digest: the transformers / gguf versions and this code
@@ -128,7 +155,9 @@ def _dequantized_gguf(path: Path) -> tuple[Path, str]:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(
+            path.parent, gguf_file=path.name, **_gguf_config_fixes(path)
+        )
         config = model.config
         if hasattr(config, "quantization_config"):
             del config.quantization_config  # the saved copy is plain float32, not GGUF

@@ -23,6 +23,7 @@ from qkcore.errors import ForwardUnavailable, QKError
 from qkcore.models.architectures import ARCHITECTURES, alibi_slopes, architecture_of
 from qkcore.models.pretrained import load_model
 from qkcore.models.weights import read_weights
+from qkcore.testing.gguf import GGUF_FAMILIES, save_tiny_gguf
 from qkcore.testing.tiny import TINY_CONFIGS, save_tiny_model, tiny_model
 
 U32 = 2.0**-24
@@ -167,9 +168,30 @@ def test_forward_door_choice_is_checked():
         load_model("smollm2-135m", forward="gpu")
 
 
+@pytest.mark.parametrize("family", sorted(GGUF_FAMILIES))
+def test_a_gguf_goes_through_both_doors(folders, tmp_path: Path, family: str, monkeypatch):
+    """A GGUF (float32, written as llama.cpp writes the family) is dequantized by transformers
+    and opens both doors: its factors are the Hugging Face folder's - exactly, but for Gemma's
+    gains, stored as g and read back as (g - 1) + 1 in float32 (one rounding of |g| ~ 1, so
+    2 u |A|) - and F2 holds on it."""
+    monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path / "cache"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = load_model(str(save_tiny_gguf(family, tmp_path)))
+        folder = load_model(
+            str(folders[family]), forward="transformers-hooks" if family != "bloom" else "auto"
+        )
+    for ours, theirs in ((model.factors.A, folder.factors.A), (model.factors.B, folder.factors.B)):
+        assert ours.shape == theirs.shape
+        assert np.abs(ours - theirs).max() <= 2 * U32 * np.abs(theirs).max()
+    check = convention_check(model, n_tokens=12, seed=1)
+    assert check.max_rel_error <= (model.factors.d + model.factors.k) * U32
+
+
 def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
-    """``pytest claims --model PATH`` for a model of every family in the table: each weights
-    claim is judged (or skipped with a reason) - no row ends in ``error``."""
+    """``pytest claims --model PATH`` for a model of every family in the table, as a folder
+    and, where transformers reads the family from GGUF, as a ``.gguf``: each weights claim is
+    judged (or skipped with a reason) - no row ends in ``error``."""
     import os
     import subprocess
     import sys
@@ -185,6 +207,9 @@ def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
                 )
             ),
         ]
+    for family in GGUF_FAMILIES:
+        path = save_tiny_gguf(family, tmp_path / "gguf")
+        args += ["--model", str(path.rename(path.with_name(f"tiny-gguf-{family}.gguf")))]
     report_dir = tmp_path / "report"
     env = dict(os.environ, QK_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("PYTEST_XDIST_WORKER", None)
@@ -213,6 +238,8 @@ def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
     )
     results = json.loads((report_dir / "claims.json").read_text())["results"]
     judged = {r["evidence"] for r in results if r["verdict"] != "skipped"}
-    assert judged == {f"weights:tiny-{family}" for family in FAMILIES}
+    assert judged == {f"weights:tiny-{family}" for family in FAMILIES} | {
+        f"weights:tiny-gguf-{family}" for family in GGUF_FAMILIES
+    }
     errors = [(r["nodeid"], r["reason"][:200]) for r in results if r["verdict"] == "error"]
     assert errors == []
