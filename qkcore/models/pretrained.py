@@ -154,10 +154,17 @@ def _dequantized_gguf(path: Path) -> tuple[Path, str]:
         from safetensors.torch import save_model
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            path.parent, gguf_file=path.name, **_gguf_config_fixes(path)
-        )
+        fixes = _gguf_config_fixes(path)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+            model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, **fixes)
+        except (ValueError, NotImplementedError, KeyError) as exc:
+            raise QKError(
+                f"{path.name}: transformers cannot read this GGUF ({type(exc).__name__}: "
+                f"{str(exc)[:160]}). Point --model at the model's Hugging Face folder "
+                "(config.json and safetensors) instead; qkcore reads every family in "
+                "qkcore.models.architectures from there."
+            ) from None
         config = model.config
         if hasattr(config, "quantization_config"):
             del config.quantization_config  # the saved copy is plain float32, not GGUF

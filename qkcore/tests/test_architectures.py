@@ -243,3 +243,21 @@ def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
     }
     errors = [(r["nodeid"], r["reason"][:200]) for r in results if r["verdict"] == "error"]
     assert errors == []
+
+
+def test_a_gguf_transformers_cannot_read_is_one_clear_error(tmp_path: Path, monkeypatch):
+    """llama.cpp writes GGUFs of families transformers' GGUF reader does not know (GPT-NeoX,
+    BERT): the message names the file and the way out, and nothing is left in the cache."""
+    import gguf
+
+    monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "pythia-tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "gptneox")
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(QKError, match=r"pythia-tiny.gguf: transformers cannot read this GGUF"):
+        load_model(str(path))
+    assert not [p for p in (tmp_path / "cache").glob("gguf-*") if not p.name.endswith(".lock")]
