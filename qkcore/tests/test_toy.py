@@ -157,3 +157,50 @@ def test_the_training_device_is_part_of_every_toy_cache_key():
     assert run.device == "cpu"
     cpu_key = loaded_toy(run).content_key
     assert loaded_toy(replace(run, device="cuda")).content_key != cpu_key
+
+
+#: The paper's §10 protocol as printed (qk_spectral.tex §10, CLAIMS.md "§10 setting"),
+#: written here independently of the library's constant so the two can disagree.
+PAPER_SECTION_10 = {
+    "n_layers": 2,  # "2-layer attention-only models"
+    "d_model": 128,  # "d=128"
+    "n_heads": 4,  # "4 heads"
+    "d_head": 32,  # "d_k=32"
+    "vocab": 64,  # "vocab 64"
+    "seq_len": 256,  # "sequences of 256"
+    "noise": 0.1,  # "uniform noise w.p. 0.1"
+    "batch": 64,  # "batch 64"
+    "steps": 6000,  # "6000 steps"
+    "lr": 1e-3,  # "AdamW lr 1e-3"
+    "weight_decay": 0.01,  # "wd 0.01"
+    "warmup": 200,  # "200-step warm-up"
+    "eval_every": 100,  # "eval every 100"
+    "stop_after_formation": None,  # every run trains its 6000 steps
+}
+
+
+@pytest.mark.parametrize("field", sorted(PAPER_SECTION_10))
+def test_the_paper_protocol_matches_the_paper_field_by_field(field):
+    from qkcore.models.toy.model import PAPER_PROTOCOL
+
+    assert PAPER_PROTOCOL[field] == PAPER_SECTION_10[field]
+
+
+def test_the_paper_protocol_builds_a_config_with_the_paper_optimiser_and_criterion():
+    """AdamW, a linear warm-up to lr then constant, formation at (ln 64 + 0.15) / 2; the grid's
+    penalty weight lambda = 10."""
+    from qkcore.models.toy.grid import GRID_ARMS
+    from qkcore.models.toy.model import PAPER_PROTOCOL
+    from qkcore.models.toy.train import learning_rate
+    from qkcore.stats.formation import formation_threshold
+
+    config = ToyConfig(scheme="rope", **PAPER_PROTOCOL)
+    assert [learning_rate(config, s) for s in (0, 99, 199, 200, 5999)] == [
+        1e-3 / 200,
+        1e-3 / 2,
+        1e-3,
+        1e-3,
+        1e-3,
+    ]
+    assert formation_threshold(64) == pytest.approx((np.log(64) + 0.15) / 2)
+    assert {arm.lam for arm in GRID_ARMS if arm.constraint != "free"} == {10.0}

@@ -42,6 +42,7 @@ __all__ = [
     "checkpoint_steps",
     "evaluate",
     "imag_penalty",
+    "learning_rate",
     "sample_batch",
     "sym_penalty",
     "train",
@@ -135,7 +136,8 @@ class TrainedRun:
         return model.eval()
 
 
-def _lr(step: int, config: ToyConfig) -> float:
+def learning_rate(config: ToyConfig, step: int) -> float:
+    """AdamW's rate at ``step``: a linear warm-up over ``warmup`` steps to ``lr``, then ``lr``."""
     return config.lr * min(1.0, (step + 1) / config.warmup)
 
 
@@ -206,7 +208,7 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
             elif config.constraint == "imag":
                 penalty = imag_penalty(*model.factors())
             for group in optimizer.param_groups:
-                group["lr"] = _lr(step, config)
+                group["lr"] = learning_rate(config, step)
             optimizer.zero_grad(set_to_none=True)
             (loss + config.lam * penalty).backward()
             optimizer.step()
