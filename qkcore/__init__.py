@@ -13,7 +13,8 @@ The packages are layers; imports only point down (``qkcore/tests/test_layers.py`
  5    :mod:`qkcore.pytest_plugin`  claim marker, recorder, verdicts, baseline, reports
 ====  =========================  ==========================================================
 
-(:mod:`qkcore.testing` holds hypothesis strategies and rounding bounds for tests, on layer 2.)
+(:mod:`qkcore.testing` holds hypothesis strategies and rounding bounds for tests, on layer 3:
+it also builds tiny models of every architecture.)
 
 Example::
 

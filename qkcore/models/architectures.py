@@ -24,6 +24,9 @@ One :class:`Architecture` per model family says everything the weights door
 A config without ``architectures`` (a dequantized GGUF) is completed from ``model_type``
 (:func:`architecture_of`); an unknown ``model_type`` is one clear error naming what to add.
 
+Why one module: the table and the few functions that read a config through it are one piece of
+data - a reader looking up a family should find all of its facts in one place.
+
 Example::
 
     arch = architecture_of({"model_type": "qwen2", ...})

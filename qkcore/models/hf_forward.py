@@ -125,13 +125,7 @@ class HFForward:
                 self._inputs.append((modules[norm_name], layer, weights.norm))
             else:
                 self._inputs.append((modules[q_name], layer, "raw"))
-        processed = weights.processed()
-        self.W_E, self.W_U, self.W_V, self.W_O = (
-            processed.W_E,
-            processed.W_U,
-            processed.W_V,
-            processed.W_O,
-        )
+        self.W_E, self.W_U, self.W_V, self.W_O = weights.processed()
         rotary = weights.rotary[0] if weights.rotary else None
         self.cfg = SimpleNamespace(
             d_vocab=int(self.W_U.shape[1]),
@@ -225,13 +219,7 @@ class ClosedForward:
 
     def __init__(self, reason: str, weights: AttentionWeights) -> None:
         self.reason = reason
-        processed = weights.processed()
-        self.W_E, self.W_U, self.W_V, self.W_O = (
-            processed.W_E,
-            processed.W_U,
-            processed.W_V,
-            processed.W_O,
-        )
+        self.W_E, self.W_U, self.W_V, self.W_O = weights.processed()
         self.cfg = SimpleNamespace(d_vocab=int(self.W_U.shape[1]), d_head=weights.W_Q.shape[-1])
 
     def run_with_cache(self, *args: Any, **kwargs: Any) -> Any:

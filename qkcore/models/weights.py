@@ -13,6 +13,9 @@ one at a time, and :meth:`AttentionWeights.folded` applies the paper's conventio
   ``1 / (rms(q_i) rms(k_j))`` does not fold; see the architectures module);
 - grouped-query attention: key head ``h // (H / H_kv)`` serves query head ``h``.
 
+Why one module: reading the tensors, undoing each family's layout and folding are one path from
+file to factors; each step is only ever read through the next.
+
 Shapes: ``W_Q: [L, H, d, k]``, ``W_K: [L, H_kv, d, k]``, ``W_V: [H_kv, d, k]`` and
 ``W_O: [H, k, d]`` per layer, ``W_E: [V, d]``, ``W_U: [d, V]``.
 
@@ -29,7 +32,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -285,8 +288,7 @@ class AttentionWeights:
         return ProcessedWeights(tensor(W_E), tensor(W_U), tensor(W_V), tensor(W_O))
 
 
-@dataclass(frozen=True)
-class ProcessedWeights:
+class ProcessedWeights(NamedTuple):
     """``W_E [V, d]``, ``W_U [d, V]``, ``W_V [L, H_kv, d, k]``, ``W_O [L, H, k, d]`` (torch)."""
 
     W_E: Any

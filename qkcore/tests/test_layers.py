@@ -25,7 +25,7 @@ LAYERS = {
     "qkcore.linalg": 1,
     "qkcore.stats": 1,
     "qkcore.models": 2,
-    "qkcore.testing": 2,
+    "qkcore.testing": 3,  # tiny models of every family: reads the architecture table
     "qkcore.analysis": 3,
     "qkcore.evidence": 4,
     "qkcore.pytest_plugin": 5,
