@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
+from claims.premises import sum_of_frequency_terms
 from qkcore import QKFactors, dense_metrics, ginibre_factors
 from qkcore.analysis.convention import (
     diagonal_scores,
@@ -390,18 +391,6 @@ def _unit_roundoff(model) -> float:
     return float(torch.finfo(model.bridge.W_E.dtype).eps) / 2
 
 
-def _sum_of_frequency_terms(model, claim_record) -> bool:
-    """Premise of every rebuild from {M_t, theta_t}: the scores are a sum of M_t terms, which
-    per-token QK-norm (q / rms(q), k / rms(k) before rotation) breaks."""
-    return claim_record.check(
-        "per-token QK-norm (scores then are not a sum of M_t terms)",
-        "present" if model.qk_norm is not None else "absent",
-        "==",
-        "absent",
-        kind="premise",
-    )
-
-
 def _relative_convention_errors(model, *, n_tokens: int = 32, seed: int = 0) -> dict:
     """Per layer, rebuilt vs hook scores relative to the layer's largest score.
 
@@ -555,7 +544,7 @@ def test_rope_reconstruction_from_frequency_operators(evidence, claim_record):
     marker selects rotary models). Power: not applicable.
     """
     model = evidence.model()
-    if not _sum_of_frequency_terms(model, claim_record):
+    if not sum_of_frequency_terms(model, claim_record):
         return
     u = _unit_roundoff(model)
     d, k = model.factors.d, model.factors.k

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from claims.premises import sum_of_frequency_terms
 from qkcore.analysis.convention import frequency_check
 from qkcore.linalg.rope import RotaryInfo, frequency_operators, relative_kernel
 from qkcore.stats.population import head_name, partial_rho, top_k_heads
@@ -369,13 +370,7 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim_record):
     model = evidence.model()
     dtype = str(model.bridge.W_E.dtype).replace("torch.", "")
     claim_record.check("dtype of the model's forward pass", dtype, "==", "float32", kind="premise")
-    if not claim_record.check(
-        "per-token QK-norm (scores then are not a sum of M_t terms)",
-        "present" if model.qk_norm is not None else "absent",
-        "==",
-        "absent",
-        kind="premise",
-    ):
+    if not sum_of_frequency_terms(model, claim_record):
         return
     d, k = model.factors.A.shape[-2:]
     tolerance = (d + k + KERNEL_TOKENS) * U32

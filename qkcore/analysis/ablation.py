@@ -61,7 +61,6 @@ def ablated_scorer(model, layer: int, head: int, kind: str) -> Callable[[np.ndar
     k = A.shape[1]
     b_Q = model.b_Q[layer, head] if model.b_Q is not None else np.zeros(k)
     b_K = model.b_K[layer, head] if model.b_K is not None else np.zeros(k)
-    slope = model.alibi_slopes[head] if model.alibi_slopes is not None else None
     if kind == "drop_imag":
         if model.rotary is None:
             raise QKError(f"{model.name} has no rotary embedding: there is no Im(M_t) to drop.")
@@ -93,12 +92,10 @@ def ablated_scorer(model, layer: int, head: int, kind: str) -> Callable[[np.ndar
 
     def scores(x: np.ndarray) -> np.ndarray:
         out = raw(x) / model.attn_scale
-        if slope is not None:
-            n = x.shape[0]
-            out = out - slope * (np.arange(n)[:, None] - np.arange(n)[None, :])
-        if model.softcap is not None:
-            out = model.softcap * np.tanh(out / model.softcap)
-        return out
+        bias = model.alibi_bias(x.shape[0])
+        if bias is not None:
+            out = out + bias[head]
+        return model.soft_cap(out)
 
     return scores
 

@@ -51,20 +51,10 @@ def rebuild_scores(model, x: np.ndarray, layer: int) -> np.ndarray:
         q = apply_rotary(q, positions, rotary)
         k = apply_rotary(k, positions, rotary)
     scores = np.einsum("hik,hjk->hij", q, k) / model.attn_scale
-    if model.alibi_slopes is not None:
-        n = x.shape[0]
-        distance = np.arange(n)[:, None] - np.arange(n)[None, :]
-        if model.alibi_form == "key":  # + slope j = - slope (i - j) + slope i
-            distance = -np.broadcast_to(np.arange(n)[None, :], (n, n))
-        scores = scores - model.alibi_slopes[:, None, None] * distance
-    return _capped(model, scores)
-
-
-def _capped(model, scores: np.ndarray) -> np.ndarray:
-    """Soft-capping where the model has it (Gemma 2): ``c tanh(s / c)``."""
-    if model.softcap is None:
-        return scores
-    return model.softcap * np.tanh(scores / model.softcap)
+    bias = model.alibi_bias(x.shape[0])
+    if bias is not None:
+        scores = scores + bias
+    return model.soft_cap(scores)
 
 
 def visible(model, layer: int, n: int) -> np.ndarray:
@@ -101,9 +91,10 @@ def diagonal_scores(model, x: np.ndarray, layer: int) -> np.ndarray:
     Rotation cancels at i = j."""
     q, k = _projections(model, x, layer)
     diag = np.einsum("hnk,hnk->hn", q, k) / model.attn_scale
-    if model.alibi_slopes is not None and model.alibi_form == "key":
-        diag = diag + model.alibi_slopes[:, None] * np.arange(x.shape[0])[None, :]
-    return _capped(model, diag)
+    bias = model.alibi_bias(x.shape[0])
+    if bias is not None:
+        diag = diag + np.diagonal(bias, axis1=-2, axis2=-1)
+    return model.soft_cap(diag)
 
 
 @dataclass(frozen=True)
@@ -200,11 +191,11 @@ def frequency_check(model, *, n_tokens: int = 32, seed: int = 0, max_offset: int
             "M_t terms, so the per-frequency rebuild does not apply (convention_check does)."
         )
     cache = random_token_forward(model, n_tokens, seed, ("q.hook_in", "hook_attn_scores"))
-    mask = np.tril(np.ones((n_tokens, n_tokens), dtype=bool))
     positions = np.arange(n_tokens)
     worst = {"abs": 0.0, "rel": 0.0, "split": 0.0, "ablated": 0.0, "intact": 0.0}
     best_head, best_kernels = None, None
     for layer in range(model.n_layers):
+        mask = visible(model, layer, n_tokens)
         x = cache[f"blocks.{layer}.attn.q.hook_in"][0]
         hook = cache[f"blocks.{layer}.attn.hook_attn_scores"][0]
         A, B = _augmented(model, layer)

@@ -36,7 +36,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,12 @@ __all__ = [
     "architecture_of",
     "attention_scale",
     "attention_windows",
+    "config_value",
+    "ending_in",
+    "head_count",
+    "head_dim",
+    "layer_count",
+    "norm_of",
     "rotary_per_layer",
 ]
 
@@ -274,18 +280,40 @@ def norm_of(arch: Architecture, config: Mapping[str, Any]) -> str:
     return arch.norm
 
 
-def _field(config: Mapping[str, Any], *names: str, default: Any = None) -> Any:
+def config_value(config: Mapping[str, Any], *names: str, default: Any = None) -> Any:
+    """The first of ``names`` the config sets (families spell one field differently)."""
     for name in names:
         if config.get(name) is not None:
             return config[name]
     return default
 
 
+def layer_count(config: Mapping[str, Any]) -> int:
+    """Number of blocks, under any family's name for it."""
+    count = config_value(config, "num_hidden_layers", "n_layer", "num_layers")
+    if not count:
+        raise QKError("the config names no layer count (num_hidden_layers / n_layer / num_layers).")
+    return int(count)
+
+
+def head_count(config: Mapping[str, Any]) -> int:
+    """Number of query heads, under any family's name for it."""
+    count = config_value(config, "num_attention_heads", "n_head", "num_heads")
+    if not count:
+        raise QKError("the config names no head count (num_attention_heads / n_head / num_heads).")
+    return int(count)
+
+
+def ending_in(names: Iterable[str], stem: str) -> list[str]:
+    """The names that are ``stem`` or end in ``.<stem>``: how the table's stems find tensors
+    and modules whatever the wrapper's prefix (``model.``, ``transformer.``, ...)."""
+    return [name for name in names if name == stem or name.endswith("." + stem)]
+
+
 def head_dim(config: Mapping[str, Any]) -> int:
     """``d_head``: the config's ``head_dim`` where given (Gemma, Qwen3), else ``d / n_heads``."""
-    width = _field(config, "hidden_size", "n_embd", "d_model")
-    heads = _field(config, "num_attention_heads", "n_head", "num_heads")
-    return int(_field(config, "head_dim", default=width // heads))
+    width = config_value(config, "hidden_size", "n_embd", "d_model")
+    return int(config_value(config, "head_dim", default=width // head_count(config)))
 
 
 def attention_scale(arch: Architecture, config: Mapping[str, Any]) -> float:
@@ -306,23 +334,23 @@ def rotary_per_layer(arch: Architecture, config: Mapping[str, Any]) -> tuple[Rot
     """
     if arch.positional != "rope":
         return ()
-    n_layers = int(_field(config, "num_hidden_layers", "n_layer", "num_layers"))
+    n_layers = layer_count(config)
     params = config.get("rope_parameters") or {}
     layer_types = config.get("layer_types") or ["full_attention"] * n_layers
     d_head = head_dim(config)
     infos = []
     for layer in range(n_layers):
         these = params.get(layer_types[layer], params) if params else {}
-        base = _field(these, "rope_theta", default=config.get("rope_theta"))
+        base = config_value(these, "rope_theta", default=config.get("rope_theta"))
         if base is None:
             raise QKError(
                 f"{arch.family} config has no rope_theta for layer {layer}; the rotary base "
                 "cannot be read, so RoPE cannot be rebuilt."
             )
-        fraction = _field(
+        fraction = config_value(
             these,
             "partial_rotary_factor",
-            default=_field(config, "partial_rotary_factor", "rotary_pct", default=1.0),
+            default=config_value(config, "partial_rotary_factor", "rotary_pct", default=1.0),
         )
         dims = round(d_head * float(fraction))
         infos.append(RotaryInfo(dims=dims, base=float(base), pairing=arch.pairing))
@@ -336,7 +364,7 @@ def attention_windows(arch: Architecture, config: Mapping[str, Any]) -> tuple[in
     layer types (``sliding_attention`` uses ``sliding_window``); a Mistral-style config with a
     ``sliding_window`` and no layer types windows every layer.
     """
-    n_layers = int(_field(config, "num_hidden_layers", "n_layer", "num_layers"))
+    n_layers = layer_count(config)
     if arch.family == "gpt_neo":
         kinds = config.get("attention_layers")
         if not kinds:

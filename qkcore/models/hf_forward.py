@@ -36,10 +36,11 @@ from types import SimpleNamespace
 from typing import Any
 
 from qkcore.errors import ForwardUnavailable, QKError
+from qkcore.models.architectures import ending_in
 from qkcore.models.hooks import HookPoints, NamedHook
 from qkcore.models.weights import AttentionWeights
 
-__all__ = ["ClosedForward", "ForwardUnavailable", "HFForward", "register_hooked_attention"]
+__all__ = ["ClosedForward", "HFForward", "register_hooked_attention"]
 
 _IMPLEMENTATION = "qkcore_hooked"
 #: ``(point, layers)`` of the forward pass running in this context (None outside a pass):
@@ -138,7 +139,7 @@ class HFForward:
 
     @staticmethod
     def _module_name(modules: dict[str, Any], suffix: str) -> str:
-        hits = [name for name in modules if name == suffix or name.endswith("." + suffix)]
+        hits = ending_in(modules, suffix)
         if len(hits) != 1:
             raise QKError(f"module {suffix!r} not found once in the model (found {hits[:3]}).")
         return hits[0]

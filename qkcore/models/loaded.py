@@ -82,6 +82,21 @@ class LoadedModel:
                 "max_position_embeddings / n_positions)."
             )
 
+    def alibi_bias(self, n: int) -> np.ndarray | None:
+        """``[H, n, n]``: what ALiBi adds to the scaled scores, in the model's own form
+        (``- slope (i - j)``, or BLOOM's ``+ slope j``); None without ALiBi."""
+        if self.alibi_slopes is None:
+            return None
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        offset = np.broadcast_to(j, (n, n)) if self.alibi_form == "key" else -(i - j)
+        return self.alibi_slopes[:, None, None] * offset
+
+    def soft_cap(self, scores: np.ndarray) -> np.ndarray:
+        """Attention logit soft-capping where the model has it (Gemma 2): ``c tanh(s / c)``."""
+        if self.softcap is None:
+            return scores
+        return self.softcap * np.tanh(scores / self.softcap)
+
     def rotary_at(self, layer: int) -> RotaryInfo | None:
         """The rotary info of ``layer`` (None without RoPE)."""
         if self.rotary_layers:

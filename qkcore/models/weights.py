@@ -43,7 +43,10 @@ from qkcore.models.architectures import (
     Architecture,
     architecture_of,
     attention_scale,
+    ending_in,
+    head_count,
     head_dim,
+    layer_count,
     norm_of,
     rotary_per_layer,
 )
@@ -106,7 +109,7 @@ class TensorFiles:
         """The full key ending in ``name`` (at a dot boundary), or None."""
         if name in self._where:
             return name
-        hits = [key for key in self._where if key.endswith("." + name)]
+        hits = ending_in(self._where, name)
         if len(hits) > 1:
             raise QKError(f"tensor name {name!r} is ambiguous in {self.folder}: {hits[:4]}")
         return hits[0] if hits else None
@@ -232,7 +235,7 @@ class AttentionWeights:
 
     def W_V(self, layer: int) -> np.ndarray:
         """Value weights of one layer, ``[H_kv, d, k]``."""
-        return self._projection(layer, "v")
+        return _projections(self.files, self.arch, self.config, layer, "v")["v"][0]
 
     def W_O(self, layer: int) -> np.ndarray:
         """Output weights of one layer, ``[H, k, d]``."""
@@ -241,9 +244,6 @@ class AttentionWeights:
         if arch.qkv == "conv1d":  # Conv1D stores [in, out] = [H k, d]
             return weight.reshape(self.n_heads, -1, weight.shape[1])
         return _heads_from_rows(weight.T, self.n_heads).transpose(0, 2, 1)
-
-    def _projection(self, layer: int, which: str) -> np.ndarray:
-        return _projection(self.files, self.arch, self.config, layer, which)[0]
 
     def _final_gain(self) -> np.ndarray | None:
         if self.norm == "ln-post" or self.arch.final_norm is None:
@@ -297,54 +297,50 @@ class ProcessedWeights(NamedTuple):
     W_O: Any
 
 
-def _projection(
+def _projections(
     files: TensorFiles, arch: Architecture, config: dict[str, Any], layer: int, which: str
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(W [H_x, d, k], b [H_x, k] | None)`` of projection ``which`` (q, k or v) in ``layer``."""
+) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """``{letter: (W [H_x, d, k], b [H_x, k] | None)}`` for each projection letter in ``which``
+    (of ``q``, ``k``, ``v``) in ``layer``; a fused tensor is read once for all of them."""
     k = head_dim(config)
-    n_heads = _heads(config)
+    n_heads = head_count(config)
     n_kv = int(config.get("num_key_value_heads") or n_heads)
-    stem = getattr(arch, which)
-    # stored precision (exact): the factors are widened once, when folded
-    # (QKFactors.from_weights names the head that holds a NaN)
-    weight = files.get(f"{arch.blocks}.{layer}.{stem}.weight", widen=False, check=False)
-    bias = files.get(f"{arch.blocks}.{layer}.{stem}.bias", required=False)
-    index = "qkv".index(which)
-    if arch.qkv == "separate":
-        count = n_heads if which == "q" else n_kv
-        W = _heads_from_rows(weight, count)
-        b = None if bias is None else bias.reshape(count, k)
-    elif arch.qkv == "fused":  # rows [q: H k; k: H_kv k; v: H_kv k]
-        sizes = [n_heads * k, n_kv * k, n_kv * k]
-        start = sum(sizes[:index])
-        count = n_heads if which == "q" else n_kv
-        W = _heads_from_rows(weight[start : start + sizes[index]], count)
-        b = None if bias is None else bias[start : start + sizes[index]].reshape(count, k)
-    elif arch.qkv == "fused-per-head":  # rows [head, (q, k, v), k]
-        per_head = weight.reshape(n_heads, 3, k, weight.shape[1])[:, index]  # [H, k, d]
-        W = per_head.transpose(0, 2, 1)
-        b = None if bias is None else bias.reshape(n_heads, 3, k)[:, index]
-    elif arch.qkv == "conv1d":  # weight [d, 3 d] = [in, (q, k, v) x (H, k)]
-        d = weight.shape[0]
-        W = weight[:, index * d : (index + 1) * d].reshape(d, n_heads, k).transpose(1, 0, 2)
-        b = None if bias is None else bias[index * d : (index + 1) * d].reshape(n_heads, k)
-    else:  # pragma: no cover - the table's rows are checked by the tests
-        raise QKError(f"unknown qkv layout {arch.qkv!r} in the architecture table")
-    return W, b
+    stored: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
 
+    def tensors(stem: str) -> tuple[np.ndarray, np.ndarray | None]:
+        if stem not in stored:
+            # stored precision (exact): the factors are widened once, when folded
+            # (QKFactors.from_weights names the head that holds a NaN)
+            weight = files.get(f"{arch.blocks}.{layer}.{stem}.weight", widen=False, check=False)
+            bias = files.get(f"{arch.blocks}.{layer}.{stem}.bias", required=False)
+            stored[stem] = (weight, bias)
+        return stored[stem]
 
-def _heads(config: dict[str, Any]) -> int:
-    for name in ("num_attention_heads", "num_heads", "n_head"):
-        if config.get(name):
-            return int(config[name])
-    raise QKError("the config names no head count (num_attention_heads / n_head / num_heads).")
-
-
-def _layers(config: dict[str, Any]) -> int:
-    for name in ("num_hidden_layers", "n_layer", "num_layers"):
-        if config.get(name):
-            return int(config[name])
-    raise QKError("the config names no layer count (num_hidden_layers / n_layer / num_layers).")
+    out = {}
+    for letter in which:
+        weight, bias = tensors(getattr(arch, letter))
+        index = "qkv".index(letter)
+        count = n_heads if letter == "q" else n_kv
+        if arch.qkv == "separate":
+            W = _heads_from_rows(weight, count)
+            b = None if bias is None else bias.reshape(count, k)
+        elif arch.qkv == "fused":  # rows [q: H k; k: H_kv k; v: H_kv k]
+            sizes = [n_heads * k, n_kv * k, n_kv * k]
+            rows = slice(sum(sizes[:index]), sum(sizes[: index + 1]))
+            W = _heads_from_rows(weight[rows], count)
+            b = None if bias is None else bias[rows].reshape(count, k)
+        elif arch.qkv == "fused-per-head":  # rows [head, (q, k, v), k]
+            W = weight.reshape(n_heads, 3, k, weight.shape[1])[:, index].transpose(0, 2, 1)
+            b = None if bias is None else bias.reshape(n_heads, 3, k)[:, index]
+        elif arch.qkv == "conv1d":  # weight [d, 3 d] = [in, (q, k, v) x (H, k)]
+            d = weight.shape[0]
+            cols = slice(index * d, (index + 1) * d)
+            W = weight[:, cols].reshape(d, n_heads, k).transpose(1, 0, 2)
+            b = None if bias is None else bias[cols].reshape(n_heads, k)
+        else:  # pragma: no cover - the table's rows are checked by the tests
+            raise QKError(f"unknown qkv layout {arch.qkv!r} in the architecture table")
+        out[letter] = (W, b)
+    return out
 
 
 def read_weights(folder: str | Path, name: str | None = None) -> AttentionWeights:
@@ -361,11 +357,11 @@ def read_weights(folder: str | Path, name: str | None = None) -> AttentionWeight
         config = {**config, **config["text_config"]}
     arch = architecture_of(config)
     files = TensorFiles(folder)
-    n_layers = _layers(config)
+    n_layers = layer_count(config)
     Q, K, bq, bk = [], [], [], []
     for layer in range(n_layers):
-        W_q, b_q = _projection(files, arch, config, layer, "q")
-        W_k, b_k = _projection(files, arch, config, layer, "k")
+        found = _projections(files, arch, config, layer, "qk")
+        (W_q, b_q), (W_k, b_k) = found["q"], found["k"]
         Q.append(W_q), K.append(W_k), bq.append(b_q), bk.append(b_k)
     norm = norm_of(arch, config)
     gain = bias = None

@@ -35,7 +35,6 @@ from qkcore.models.hooks import HookPoints
 __all__ = [
     "CONSTRAINTS",
     "PAPER_PROTOCOL",
-    "PAPER_SCALE",
     "SCHEMES",
     "ToyConfig",
     "ToyTransformer",
@@ -107,11 +106,6 @@ PAPER_PROTOCOL = dict(
     eval_every=100,
     stop_after_formation=None,
 )
-#: The old name of the paper's scale (its shapes only); kept for callers of earlier releases.
-PAPER_SCALE = {
-    k: PAPER_PROTOCOL[k]
-    for k in ("d_model", "n_heads", "d_head", "seq_len", "batch", "steps", "eval_every")
-}
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
