@@ -216,7 +216,7 @@ def test_self_match_asymmetry_and_copying(evidence, claim_record):
     statement="By K-composition the canonical prev head ranks #1 for every induction head tested "
     "(GPT-2 4.11 for 5.1/5.5/6.9; Pythia-410m 5.2 for 8.6/10.9/11.14).",
 )
-@pytest.mark.evidence("weights", "toy")
+@pytest.mark.evidence("weights", "toy", columns=("prev", "ind"))
 def test_prev_head_leads_k_composition(evidence, claim_record):
     """Source (§4): "by the K-composition statistic (the Frobenius overlap of an induction head's
     QK operator with an earlier head's OV write, ranked over all earlier heads), the canonical

@@ -41,13 +41,34 @@ from qkcore.linalg.rope import phase_features
 from qkcore.linalg.spectra import METRICS, spectral_metrics
 
 __all__ = [
+    "FORWARD_COLUMNS",
     "TableSpec",
     "cached_head_table",
     "copying_scores",
+    "forward_column",
     "head_table",
     "self_match_scores",
     "weight_columns",
 ]
+
+
+#: Columns that need a forward pass: behaviour, and the ablation sweeps (``<column>_sequences``
+#: too). A model whose forward door is closed has a table without them.
+FORWARD_COLUMNS = (
+    "prev",
+    "dup",
+    "ind",
+    "dInd_rope",
+    "dICL_sym",
+    "dICL_anti",
+    "dCE_sym",
+    "dCE_anti",
+)
+
+
+def forward_column(name: str) -> bool:
+    """Whether column ``name`` needs a forward pass."""
+    return name.removesuffix("_sequences") in FORWARD_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -201,7 +222,11 @@ def weight_columns(model, spec: TableSpec = TableSpec()) -> dict[str, np.ndarray
 
 
 def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
-    """Build the per-head table of a loaded model (uncached; see :func:`cached_head_table`)."""
+    """Build the per-head table of a loaded model (uncached; see :func:`cached_head_table`).
+
+    A model whose forward door is closed gets the weight columns only, and
+    ``attrs["forward_closed"]`` says why (:data:`FORWARD_COLUMNS` are absent)."""
+    closed = model.forward_door == "closed"
     L, H = model.factors.batch_shape
     layer, head = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
     columns: dict[str, np.ndarray] = {"layer": layer, "head": head}
@@ -211,13 +236,14 @@ def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
         f"{m}_{part}" for m in NULL_METRICS for part in ("null_mean", "null_std", "z")
     ]
     columns.update({name: weights.pop(name) for name in before_behaviour})
-    behaviour = model_behaviour(model, spec.behaviour)
-    for name in ("prev", "dup", "ind"):
-        columns[name] = behaviour[name]
+    behaviour = {} if closed else model_behaviour(model, spec.behaviour)
+    if not closed:
+        for name in ("prev", "dup", "ind"):
+            columns[name] = behaviour[name]
     columns["copying"] = weights.pop("copying")
     columns["self_match"] = weights.pop("self_match")
     columns.update(weights)  # RoPE phase features
-    if spec.ablations and model.causal:
+    if spec.ablations and model.causal and not closed:
         columns.update(_ablation_columns(model, spec))
     table = pd.DataFrame({k: np.asarray(v).reshape(-1) for k, v in columns.items()})
     table.attrs = {
@@ -226,10 +252,13 @@ def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
         "norm": model.norm,
         **{k: float(v) for k, v in behaviour.items() if np.ndim(v) == 0},
     }
+    if closed:
+        table.attrs["forward_closed"] = model.bridge.reason
     return table
 
 
 def cached_head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
     """:func:`head_table`, cached on disk by model content and spec (and the code digest)."""
-    key = f"table-{model.content_key}-{spec.key()}"
+    # the door is in the key: a closed door's table lacks the forward columns
+    key = f"table-{model.content_key}-{model.forward_door}-{spec.key()}"
     return cached_frame(key, lambda: head_table(model, spec))

@@ -107,6 +107,16 @@ OPTIONS: dict[str, list[tuple[str, dict[str, Any]]]] = {
             ),
         ),
         (
+            "--model-forward",
+            dict(
+                default="auto",
+                choices=("auto", "transformer-lens", "transformers-hooks", "none"),
+                help="forward door of the weights models: auto (TransformerBridge where it "
+                "boots, else hooks on the transformers model), one of them, or none (weights "
+                "door only: the spectral claims run, the forward-pass claims skip)",
+            ),
+        ),
+        (
             "--weights-sweeps",
             dict(
                 action="store_true",
@@ -187,6 +197,7 @@ class EvidenceOptions:
     paper_data: str | None = None
     models: tuple[str, ...] = ()
     weights_sweeps: bool = False
+    model_forward: str = "auto"
     toy_seeds: int = 8
     toy_grid: bool = False
     toy_grid_seeds: int | None = None
@@ -198,6 +209,7 @@ class EvidenceOptions:
             paper_data=config.getoption("--paper-data"),
             models=tuple(config.getoption("--model")),
             weights_sweeps=config.getoption("--weights-sweeps"),
+            model_forward=config.getoption("--model-forward"),
             toy_seeds=config.getoption("--toy-seeds"),
             toy_grid=config.getoption("--toy-grid"),
             toy_grid_seeds=config.getoption("--toy-grid-seeds"),

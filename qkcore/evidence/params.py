@@ -169,7 +169,9 @@ def weights_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
             if spec in options.models:
                 raise pytest.UsageError(f"--model {spec}: {probed.unresolved}")
             ref = EvidenceRef("weights", spec, probed.scheme)
-            piece = WeightsEvidence(ref, spec, options.weights_sweeps, available=False)
+            piece = WeightsEvidence(
+                ref, spec, options.weights_sweeps, available=False, forward=options.model_forward
+            )
             params.append(_skipped(piece, ref.evidence_id, "weights", probed.unresolved))
             continue
         scheme, broken, ok = probed.scheme, probed.broken, probed.available
@@ -196,7 +198,15 @@ def weights_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
                     "sweep - pass --weights-sweeps (SmolLM2: ~12 min more cold)"
                 )
             )
-        piece = WeightsEvidence(ref, spec, options.weights_sweeps, broken, available=ok)
+        piece = WeightsEvidence(
+            ref,
+            spec,
+            options.weights_sweeps,
+            broken,
+            available=ok,
+            forward=options.model_forward,
+            columns=tuple(kwargs["columns"]) if "columns" in kwargs else None,
+        )
         params.append(pytest.param(piece, id=ref.evidence_id, marks=marks))
     return params
 

@@ -28,8 +28,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
-from qkcore.analysis.headtable import TableSpec
-from qkcore.errors import QKError
+from qkcore.analysis.headtable import TableSpec, forward_column
+from qkcore.errors import ForwardUnavailable, QKError
 from qkcore.evidence.paper_data import PaperData
 from qkcore.evidence.refs import EvidenceRef
 from qkcore.models import LoadedModel, load_model
@@ -156,6 +156,10 @@ class WeightsEvidence:
     sweeps: bool = False  # --weights-sweeps: the table carries the per-head ablation sweep
     broken: str = ""  # why the weights cannot be read: only this evidence's tests error
     available: bool = True  # False: skipped (not on this machine); nothing to build
+    forward: str = "auto"  # the forward door asked for (load_model's ``forward``)
+    #: the columns the claim declared (None: undeclared) - a table without its forward
+    #: columns (forward door closed) serves only a claim that declared weight columns alone
+    columns: tuple[str, ...] | None = None
 
     kind = "weights"
     regime = "pretrained"
@@ -167,13 +171,27 @@ class WeightsEvidence:
     def model(self) -> LoadedModel:
         if self.broken:
             raise QKError(self.broken)
-        return _load(self.spec)
+        return _load(self.spec, self.forward)
 
     def head_table(self) -> pd.DataFrame:
-        """The recomputed per-head table (paper's columns), cached on disk by content."""
+        """The recomputed per-head table (paper's columns), cached on disk by content.
+
+        With the forward door closed the table has the weight columns only; a claim that reads
+        forward columns, or does not declare its columns, is then refused with the reason
+        (:class:`~qkcore.errors.ForwardUnavailable`: reported as skipped)."""
         if self.broken:
             raise QKError(self.broken)
-        return _table(self.spec, self.sweeps)
+        table = _table(self.spec, self.sweeps, self.forward)
+        closed = table.attrs.get("forward_closed")
+        if closed:
+            if self.columns is None:
+                why = "this claim does not declare the columns it reads (a forward pass may be one)"
+            else:
+                needed = [c for c in self.columns if forward_column(c)]
+                why = f"this claim reads {', '.join(needed)}, from a forward pass" if needed else ""
+            if why:
+                raise ForwardUnavailable(f"{closed}; {why}")
+        return table
 
     def build_tasks(self) -> list[BuildTask]:
         if self.broken or not self.available:
@@ -184,10 +202,10 @@ class WeightsEvidence:
         cost = _TABLE_SECONDS.get(self.ref.name, 170.0) + (700.0 if self.sweeps else 0.0)
         return [
             BuildTask(
-                key=("weights-table", self.spec, self.sweeps),
+                key=("weights-table", self.spec, self.sweeps, self.forward),
                 label=f"{self.evidence_id} table",
                 fn=build_weights_table,
-                args=(self.spec, self.sweeps),
+                args=(self.spec, self.sweeps, self.forward),
                 cost=cost,
                 memory_gb=3.0,
             )
@@ -199,20 +217,21 @@ _TABLE_SECONDS = {"smollm2-135m": 170.0, "minilm-l6": 35.0}
 
 
 @cache
-def _load(spec: str) -> LoadedModel:
-    return load_model(spec)
+def _load(spec: str, forward: str = "auto") -> LoadedModel:
+    return load_model(spec, forward=forward)
 
 
 @cache
-def _table(spec: str, sweeps: bool) -> pd.DataFrame:
+def _table(spec: str, sweeps: bool, forward: str = "auto") -> pd.DataFrame:
     from qkcore.analysis.headtable import cached_head_table
 
-    return cached_head_table(_load(spec), WEIGHTS_TABLE_WITH_SWEEPS if sweeps else WEIGHTS_TABLE)
+    spec_ = WEIGHTS_TABLE_WITH_SWEEPS if sweeps else WEIGHTS_TABLE
+    return cached_head_table(_load(spec, forward), spec_)
 
 
-def build_weights_table(spec: str, sweeps: bool) -> None:
+def build_weights_table(spec: str, sweeps: bool, forward: str = "auto") -> None:
     """Preparation: load (dequantize) a model and build its per-head table into the cache."""
-    _table(spec, sweeps)
+    _table(spec, sweeps, forward)
 
 
 @dataclass(frozen=True)
@@ -315,7 +334,18 @@ class ModelSet:
         return "+".join(regimes) or "none"
 
     def tables(self) -> dict[EvidenceRef, pd.DataFrame]:
-        return {member.ref: member.head_table() for member in self.members}
+        """Each member's table; a weights model whose forward door is closed is left out (the
+        set claims compare behaviour across models), unless every member is: then the set is
+        refused with the reasons."""
+        tables, closed = {}, []
+        for member in self.members:
+            try:
+                tables[member.ref] = member.head_table()
+            except ForwardUnavailable as exc:
+                closed.append(str(exc))
+        if closed and not tables:
+            raise ForwardUnavailable("; ".join(closed))
+        return tables
 
     def build_tasks(self) -> list[BuildTask]:
         return [task for member in self.members for task in member.build_tasks()]

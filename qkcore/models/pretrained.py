@@ -19,8 +19,10 @@ Normalisation (CLAIMS.md conventions; the identities in :mod:`qkcore.models.weig
   analyse the **raw** operator ``W_Q W_K^T`` (no gain, no centring) and tag the norm
   ``ln-post`` so reports can say so.
 
-GGUF files are dequantized by transformers once and cached (content-addressed by the GGUF's
-sha256 and the library versions) as safetensors, so later loads take about a second.
+GGUF files are dequantized once and cached (content-addressed by the GGUF's sha256 and the
+library versions) as a Hugging Face folder, so later loads take about a second: by transformers
+for the families its GGUF reader knows, by :mod:`qkcore.models.gguf_folder` for GPT-NeoX and
+BERT, which it does not.
 """
 
 from __future__ import annotations
@@ -34,10 +36,12 @@ from qkcore.errors import QKError
 from qkcore.models.architectures import (
     Architecture,
     alibi_slopes,
+    architecture_of,
     attention_windows,
     config_value,
 )
 from qkcore.models.corpus import corpus_sampler
+from qkcore.models.gguf_folder import OWN_READERS, write_folder
 from qkcore.models.hf_forward import ClosedForward, HFForward
 from qkcore.models.loaded import LoadedModel
 from qkcore.models.schemes import gguf_field
@@ -49,8 +53,9 @@ __all__ = ["FORWARD_DOORS", "load_model", "model_view"]
 _GGUF_MAGIC = b"GGUF"
 
 
-#: the forward doors ``load_model(forward=...)`` can ask for
-FORWARD_DOORS = ("auto", "transformer-lens", "transformers-hooks")
+#: the forward doors ``load_model(forward=...)`` can ask for; ``none`` opens the weights door
+#: only (no transformers model is built: the spectral claims, at a fraction of the memory)
+FORWARD_DOORS = ("auto", "transformer-lens", "transformers-hooks", "none")
 
 
 def load_model(
@@ -59,7 +64,8 @@ def load_model(
     """Load a model spec (see :func:`~qkcore.models.sources.resolve_source`) for analysis.
 
     ``forward``: ``auto`` opens TransformerBridge where it boots and hooks on the transformers
-    model otherwise; naming a door opens that one or raises why it cannot.
+    model otherwise; naming a door opens that one or raises why it cannot; ``none`` opens none
+    (a forward pass raises :class:`~qkcore.errors.ForwardUnavailable` saying so).
     """
     if forward not in FORWARD_DOORS:
         raise QKError(f"forward={forward!r}: choose one of {FORWARD_DOORS}.")
@@ -78,8 +84,13 @@ def load_model(
         folder = Path(source.local_path())
         content_key = _content_key(source, folder)
     weights = read_weights(folder, source.name)  # the weights door
-    hf_model, tokenizer = _load_hf(folder, source, getattr(torch, dtype), weights.arch)
-    bridge, door = _open_forward(str(folder), hf_model, tokenizer, weights, forward)
+    if forward == "none":
+        reason = f"{source.name}: the forward door was not opened (forward='none')"
+        bridge, door = ClosedForward(reason, weights), "closed"
+        tokenizer = _load_tokenizer(folder)
+    else:
+        hf_model, tokenizer = _load_hf(folder, source, getattr(torch, dtype), weights.arch)
+        bridge, door = _open_forward(str(folder), hf_model, tokenizer, weights, forward)
     model = model_view(source.name, weights, bridge, tokenizer, door)
     model.load_seconds = time.perf_counter() - start
     model.cache_state = cache_state
@@ -154,10 +165,16 @@ def _dequantized_gguf(path: Path) -> tuple[Path, str]:
     cache = DiskCache.default()
     state = "cached" if cache.path(key).exists() else "cold"
 
+    family = str(gguf_field(reader, "general.architecture"))
+    architecture_of({"model_type": family})  # not in the table: one error naming what to add
+
     def build(tmp: Path) -> None:
         from safetensors.torch import save_model
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        if family in OWN_READERS:
+            write_folder(reader, tmp)  # families transformers' GGUF reader does not know
+            return
         fixes = _gguf_config_fixes(reader)
         try:
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
@@ -197,15 +214,22 @@ def _load_hf(folder: Path, source: ModelSource, dtype: Any, arch: Architecture) 
         model = model_class.from_pretrained(folder, **kwargs)
     except OSError as exc:
         raise QKError(f"cannot load model files from {folder}: {exc}") from None
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    except (OSError, ValueError, TypeError):
-        tokenizer = None
+    tokenizer = _load_tokenizer(folder)
     if not getattr(model.config, "architectures", None):
         # dequantized GGUF configs carry model_type only; TransformerBridge needs the class
         model.config.architectures = [arch.hf_class]
     model.eval()
     return model, tokenizer
+
+
+def _load_tokenizer(folder: Path) -> Any:
+    """The folder's tokenizer; None when it has none (tiny test models)."""
+    import transformers
+
+    try:
+        return transformers.AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _open_forward(

@@ -1,8 +1,12 @@
-"""Tiny models written as GGUF files, for the families transformers can read back from GGUF.
+"""Tiny models written as GGUF files, the way llama.cpp writes each family.
 
 GGUF is how many users hold a model (llama.cpp's format). The converter that writes one lives in
-llama.cpp, not in a package; this module writes the few families the suite tests the way
-transformers' GGUF reader expects to undo them (``transformers.modeling_gguf_pytorch_utils``):
+llama.cpp, not in a package; this module writes every family of the table llama.cpp has a GGUF
+architecture for (OPT and GPT-Neo have none, so no GGUF of them exists). The families
+transformers reads back are written as its GGUF reader expects to undo them
+(``transformers.modeling_gguf_pytorch_utils``); GPT-NeoX and BERT, which it does not read, as
+llama.cpp's ``convert_hf_to_gguf.py`` writes them (read back by
+:mod:`qkcore.models.gguf_folder`):
 
 - names: ``gguf.get_tensor_name_map`` (``model.layers.0.self_attn.q_proj`` ->
   ``blk.0.attn_q``);
@@ -10,7 +14,10 @@ transformers' GGUF reader expects to undo them (``transformers.modeling_gguf_pyt
   permuted from rotate-half to adjacent pairs within each head;
 - Gemma 2/3: RMSNorm gains stored as ``g`` rather than ``g - 1``;
 - GPT-2: ``Conv1D`` weights stored transposed;
-- BLOOM: the fused QKV rows regrouped from per-head ``[q, k, v]`` to ``[q; k; v]``;
+- BLOOM and GPT-NeoX: the fused QKV rows regrouped from per-head ``[q, k, v]`` to
+  ``[q; k; v]``;
+- BERT: the ``bert.`` prefix dropped, the pooler and masked-LM head left out, the vocabulary in
+  llama.cpp's "phantom space" form (``##x`` -> ``x``, ``x`` -> ``\u2581x``, control tokens kept);
 - config: the per-family keys of ``GGUF_CONFIG_MAPPING``; tensors in float32 (no quantisation:
   a round trip is then exact); a byte-level tokenizer of the tiny vocabulary.
 
@@ -34,7 +41,7 @@ from qkcore.testing.tiny import tiny_model, tiny_tokenizer
 
 __all__ = ["GGUF_FAMILIES", "save_tiny_gguf"]
 
-#: family -> GGUF architecture name, for the families transformers reads back from GGUF
+#: family -> GGUF architecture name, for every family llama.cpp writes as GGUF
 GGUF_FAMILIES = {
     "llama": "llama",
     "mistral": "llama",
@@ -45,7 +52,12 @@ GGUF_FAMILIES = {
     "phi3": "phi3",
     "gpt2": "gpt2",
     "bloom": "bloom",
+    "gpt_neox": "gptneox",
+    "bert": "bert",
 }
+
+#: the families written as llama.cpp writes them, header keys by gguf's own writer methods
+_LLAMA_CPP_ONLY = ("gpt_neox", "bert")
 
 
 def _permute_rows(weight: np.ndarray, n_heads: int) -> np.ndarray:
@@ -78,7 +90,43 @@ def _tensor(family: str, name: str, array: np.ndarray, config: Any) -> np.ndarra
         return array.T
     if family == "bloom" and "query_key_value" in name:
         return _bloom_rows(array, config.n_head)
+    if family == "gpt_neox" and "query_key_value" in name:
+        return _bloom_rows(array, config.num_attention_heads)
     return array
+
+
+def _llama_cpp_header(writer: Any, family: str, config: Any) -> None:
+    """What llama.cpp's converter writes for GPT-NeoX and BERT, through gguf's writer methods."""
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_layer_norm_eps(config.layer_norm_eps)
+    if family == "gpt_neox":
+        head = config.hidden_size // config.num_attention_heads
+        fraction = config.rope_parameters["partial_rotary_factor"]
+        writer.add_rope_dimension_count(int(fraction * head))
+        writer.add_parallel_residual(config.use_parallel_residual)
+    else:
+        writer.add_causal_attention(False)
+        writer.add_token_type_count(config.type_vocab_size)
+
+
+def _bert_vocabulary(writer: Any, tokens: list[str]) -> None:
+    import gguf
+
+    control = {"<pad>", "<s>", "</s>", "<unk>"}
+    types = [gguf.TokenType.CONTROL if t in control else gguf.TokenType.NORMAL for t in tokens]
+
+    def phantom(token: str) -> str:
+        if token in control:
+            return token
+        return token[2:] if token.startswith("##") else "\u2581" + token
+
+    writer.add_tokenizer_model("bert")
+    writer.add_token_list([phantom(t) for t in tokens])
+    writer.add_token_types(types)
 
 
 def save_tiny_gguf(family: str, folder: str | Path, *, seed: int = 0) -> Path:
@@ -94,10 +142,14 @@ def save_tiny_gguf(family: str, folder: str | Path, *, seed: int = 0) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = gguf.GGUFWriter(str(path), arch)
     writer.add_name(f"tiny-{family}")  # "mistral" in the name makes llama read back as Mistral
-    mapping = dict(GGUF_CONFIG_MAPPING["mistral" if family == "mistral" else arch])
-    # llama.cpp writes these whatever transformers reads back
-    mapping.setdefault("attention.key_length", "head_dim")
-    mapping.setdefault("attention.value_length", "head_dim")
+    if family in _LLAMA_CPP_ONLY:
+        _llama_cpp_header(writer, family, config)
+        mapping = {}
+    else:
+        mapping = dict(GGUF_CONFIG_MAPPING["mistral" if family == "mistral" else arch])
+        # llama.cpp writes these whatever transformers reads back
+        mapping.setdefault("attention.key_length", "head_dim")
+        mapping.setdefault("attention.value_length", "head_dim")
     fallback = {"n_ctx": "n_positions"}
     for key, hf_key in mapping.items():
         value = getattr(config, hf_key, None) if hf_key else None
@@ -111,11 +163,14 @@ def save_tiny_gguf(family: str, folder: str | Path, *, seed: int = 0) -> Path:
             writer.add_uint32(f"{arch}.{key}", int(value))
     tokenizer = tiny_tokenizer(config.vocab_size)
     tokens = [tokenizer.convert_ids_to_tokens(i) for i in range(config.vocab_size)]
-    writer.add_tokenizer_model("gpt2")
-    writer.add_token_list(tokens)
-    writer.add_token_merges([])
-    writer.add_token_scores([0.0] * len(tokens))
-    writer.add_token_types([gguf.TokenType.NORMAL] * len(tokens))
+    if family == "bert":
+        _bert_vocabulary(writer, tokens)
+    else:
+        writer.add_tokenizer_model("gpt2")
+        writer.add_token_list(tokens)
+        writer.add_token_merges([])
+        writer.add_token_scores([0.0] * len(tokens))
+        writer.add_token_types([gguf.TokenType.NORMAL] * len(tokens))
     writer.add_bos_token_id(1)
     writer.add_eos_token_id(2)
     writer.add_unk_token_id(3)
@@ -124,6 +179,10 @@ def save_tiny_gguf(family: str, folder: str | Path, *, seed: int = 0) -> Path:
         next(k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == arch), config.num_hidden_layers
     )
     for name, tensor in model.state_dict().items():
+        if family == "bert":
+            if not name.startswith("bert.") or ".pooler." in name:
+                continue  # llama.cpp keeps the encoder only (no pooler, no masked-LM head)
+            name = name.removeprefix("bert.")
         stem, suffix = name.rsplit(".", 1)
         gguf_name = name_map.get_name(stem)
         if gguf_name is None:

@@ -179,7 +179,7 @@ def test_a_gguf_goes_through_both_doors(folders, tmp_path: Path, family: str, mo
         warnings.simplefilter("ignore")
         model = load_model(str(save_tiny_gguf(family, tmp_path)))
         folder = load_model(
-            str(folders[family]), forward="transformers-hooks" if family != "bloom" else "auto"
+            str(folders[family]), forward="transformers-hooks" if family in HOOKABLE else "auto"
         )
     for ours, theirs in ((model.factors.A, folder.factors.A), (model.factors.B, folder.factors.B)):
         assert ours.shape == theirs.shape
@@ -190,7 +190,7 @@ def test_a_gguf_goes_through_both_doors(folders, tmp_path: Path, family: str, mo
 
 def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
     """``pytest claims --model PATH`` for a model of every family in the table, as a folder
-    and, where transformers reads the family from GGUF, as a ``.gguf``: each weights claim is
+    and, for every family llama.cpp writes as GGUF, as a ``.gguf``: each weights claim is
     judged (or skipped with a reason) - no row ends in ``error``."""
     import os
     import subprocess
@@ -245,19 +245,86 @@ def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
     assert errors == []
 
 
-def test_a_gguf_transformers_cannot_read_is_one_clear_error(tmp_path: Path, monkeypatch):
-    """llama.cpp writes GGUFs of families transformers' GGUF reader does not know (GPT-NeoX,
-    BERT): the message names the file and the way out, and nothing is left in the cache."""
+def test_spectral_claims_run_with_the_forward_door_closed(tmp_path: Path):
+    """``--model-forward none`` opens the weights door only: the claims that read weight
+    columns alone are judged, those needing a forward pass skip with the reason, none errors
+    (a folder and a GGUF read by qkcore's own GGUF reader)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    folder = save_tiny_model("llama", tmp_path / "models").rename(tmp_path / "tiny-llama")
+    gguf_path = save_tiny_gguf("bert", tmp_path / "gguf")
+    gguf_path = gguf_path.rename(gguf_path.with_name("tiny-gguf-bert.gguf"))
+    env = dict(os.environ, QK_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("PYTEST_XDIST_WORKER", None)
+    report_dir = tmp_path / "report"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-q",
+            "--model",
+            str(folder),
+            "--model",
+            str(gguf_path),
+            "--model-forward",
+            "none",
+            "-k",
+            "weights and tiny",
+            "--claims-baseline=none",
+            f"--claims-report-dir={report_dir}",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    results = json.loads((report_dir / "claims.json").read_text())["results"]
+    verdict = {r["nodeid"].split("::")[-1]: (r["verdict"], r["reason"]) for r in results}
+    for model in ("tiny-llama", "tiny-gguf-bert"):
+        for spectral in ("m_usually_nonsymmetric_complex_spectrum", "condition_number_predicts"):
+            (name,) = [n for n in verdict if spectral in n and f"weights:{model}]" in n]
+            assert verdict[name][0] in ("supported", "refuted", "inconclusive"), verdict[name]
+        forward = verdict[f"test_scores_rebuilt_from_factors[weights:{model}]"]
+        assert forward == ("skipped", f"{model}: the forward door was not opened (forward='none')")
+    reads_ind = verdict["test_real_axis_copying_imaginary_induction[weights:tiny-llama]"]
+    assert reads_ind[0] == "skipped" and reads_ind[1].endswith("reads ind, from a forward pass")
+    assert [n for n, (v, _) in verdict.items() if v == "error"] == []
+
+
+def _stub_gguf(path: Path, arch: str) -> Path:
     import gguf
 
-    monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path / "cache"))
-    path = tmp_path / "pythia-tiny.gguf"
-    writer = gguf.GGUFWriter(str(path), "gptneox")
+    writer = gguf.GGUFWriter(str(path), arch)
     writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    with pytest.raises(QKError, match=r"pythia-tiny.gguf: transformers cannot read this GGUF"):
+    return path
+
+
+def test_an_incomplete_gguf_is_one_clear_error(tmp_path: Path, monkeypatch):
+    """A GPT-NeoX GGUF whose header lacks the shapes: the message names what is missing and
+    the fix, and nothing is left in the cache."""
+    monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path / "cache"))
+    path = _stub_gguf(tmp_path / "pythia-tiny.gguf", "gptneox")
+    with pytest.raises(QKError, match=r"gptneox header lacks hidden_size.*re-convert"):
         load_model(str(path))
     assert not [p for p in (tmp_path / "cache").glob("gguf-*") if not p.name.endswith(".lock")]
+
+
+def test_a_gguf_of_an_unknown_family_names_what_to_add(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path / "cache"))
+    path = _stub_gguf(tmp_path / "mamba-tiny.gguf", "mamba")
+    with pytest.raises(QKError, match=r"model_type='mamba'.*ARCHITECTURES"):
+        load_model(str(path))
