@@ -1,13 +1,16 @@
 """Benchmark: the per-head spectral table (all metrics + matched null) on random models.
 
 Prints, per model shape: wall time of the core path (metrics, schur angles, 300-draw matched
-null), and in the same run the per-head ratio against the dense path (d x d eig per head) and
-against a naive null (a fresh QR-built Haar frame pair per draw per head).
+null), and in the same run the per-head ratio against the dense path (d x d eig per head),
+against a naive null (a fresh QR-built Haar frame pair per draw per head), and - the LAPACK
+floor of a float64 null - against the same number of plain float64 ``numpy.linalg.eigvals``
+calls on k x k matrices (issue #20's ratio; target <= 0.25 on the GPT-2 shape).
 
     python benchmarks/bench_spectra.py                 # GPT-2 and Llama-3-8B shapes
     python benchmarks/bench_spectra.py --shape gpt2
 
-Targets (2 cores): GPT-2 shape with null <= 10 s; core >= 50x faster than dense on Llama.
+Targets (2 cores): GPT-2 shape with null <= 10 s and <= 0.25x its float64 eigvals floor; core
+>= 50x faster than dense on Llama.
 Where a full measurement would take minutes (Llama null, dense eig) the script times a stated
 subset of heads and extrapolates linearly (heads are independent, identical-shape problems);
 such lines say "extrapolated".
@@ -111,6 +114,20 @@ def run(shape: Shape, n_draws: int, null_heads: int | None, dense_heads: int, na
     print(f"matched null, {n_draws} draws: {t_null_all:.2f} s{tag}")
     total = t_metrics + t_schur + t_null_all
     print(f"TOTAL per-head table (metrics + schur + {n_draws}-draw null): {total:.2f} s")
+
+    # the floor: one plain float64 eigvals call per head and draw (timed on the measured heads)
+    rng = np.random.default_rng(1)
+    cores = rng.standard_normal((n_draws, shape.k, shape.k))
+    start = time.perf_counter()
+    for _ in range(measured):
+        for core in cores:
+            np.linalg.eigvals(core)
+    t_floor = (time.perf_counter() - start) * n_heads / measured
+    print(
+        f"floor: {n_heads * n_draws} float64 numpy.linalg.eigvals of {shape.k} x {shape.k}: "
+        f"{t_floor:.2f} s{tag}; table / floor = {total / t_floor:.2f} "
+        f"(null alone {t_null_all / t_floor:.2f})"
+    )
 
     per_head_core = (t_metrics + t_schur) / n_heads  # already extrapolated to all heads
     t_dense = dense_eig_per_head(ops, dense_heads)

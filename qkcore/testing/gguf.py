@@ -6,7 +6,7 @@ architecture for (OPT and GPT-Neo have none, so no GGUF of them exists). The fam
 transformers reads back are written as its GGUF reader expects to undo them
 (``transformers.modeling_gguf_pytorch_utils``); GPT-NeoX and BERT, which it does not read, as
 llama.cpp's ``convert_hf_to_gguf.py`` writes them (read back by
-:mod:`qkcore.models.gguf_folder`):
+:mod:`qkcore.models.gguf_files`):
 
 - names: ``gguf.get_tensor_name_map`` (``model.layers.0.self_attn.q_proj`` ->
   ``blk.0.attn_q``);

