@@ -29,8 +29,9 @@ import numpy as np
 
 from qkcore.analysis.behaviour import induction_losses, next_token_nll
 from qkcore.errors import QKError
-from qkcore.linalg.rope import frequency_operators, rope_scores
+from qkcore.linalg.rope import frequency_operators, symmetric_scores
 from qkcore.models.loaded import logits_as_numpy
+from qkcore.models.suffix import SuffixPasses
 
 __all__ = [
     "KINDS",
@@ -55,8 +56,8 @@ def ablated_scores(model, layer: int, head: int, x: np.ndarray, kind: str) -> np
 
 
 def ablated_scorer(model, layer: int, head: int, kind: str) -> Callable[[np.ndarray], np.ndarray]:
-    """``x [n, d] -> `` the head's ablated scores ``[n, n]``; the head's operators are built once
-    (a sweep scores many sequences per head)."""
+    """``x [..., n, d] -> `` the head's ablated scores ``[..., n, n]`` (a batch of sequences at
+    positions ``0..n-1``); the head's operators are built once (a sweep scores many batches)."""
     A, B = model.factors.A[layer, head], model.factors.B[layer, head]
     k = A.shape[1]
     b_Q = model.b_Q[layer, head] if model.b_Q is not None else np.zeros(k)
@@ -72,8 +73,8 @@ def ablated_scorer(model, layer: int, head: int, kind: str) -> Callable[[np.ndar
         ops = frequency_operators(np.vstack([A, b_Q]), np.vstack([B, b_K]), model.rotary_at(layer))
 
         def raw(x: np.ndarray) -> np.ndarray:
-            x_aug = np.concatenate([x, np.ones((x.shape[0], 1))], axis=1)
-            return rope_scores(ops, x_aug, np.arange(x.shape[0]), part="symmetric")
+            x_aug = np.concatenate([x, np.ones((*x.shape[:-1], 1))], axis=-1)
+            return symmetric_scores(ops, x_aug)
 
     elif kind in ("keep_sym", "keep_antisym"):
         if model.rotary is not None:
@@ -82,17 +83,17 @@ def ablated_scorer(model, layer: int, head: int, kind: str) -> Callable[[np.ndar
 
         def raw(x: np.ndarray) -> np.ndarray:
             xa, xb = x @ A, x @ B
-            bilinear = xa @ xb.T  # x_i^T M x_j
-            transposed = xb @ xa.T  # x_i^T M^T x_j
+            bilinear = xa @ np.swapaxes(xb, -1, -2)  # x_i^T M x_j
+            transposed = xb @ np.swapaxes(xa, -1, -2)  # x_i^T M^T x_j
             part = 0.5 * (bilinear + sign * transposed)
-            return part + (xa @ b_K)[:, None] + (xb @ b_Q)[None, :] + b_Q @ b_K
+            return part + (xa @ b_K)[..., :, None] + (xb @ b_Q)[..., None, :] + b_Q @ b_K
 
     else:
         raise QKError(f"ablation kind must be one of {KINDS}; got {kind!r}.")
 
     def scores(x: np.ndarray) -> np.ndarray:
         out = raw(x) / model.attn_scale
-        bias = model.alibi_bias(x.shape[0])
+        bias = model.alibi_bias(x.shape[-2])
         if bias is not None:
             out = out + bias[head]
         return model.soft_cap(out)
@@ -115,9 +116,8 @@ def with_ablation(model, layer: int, head: int, kind: str) -> list[tuple[str, Ca
         x = captured["x"]  # [B, n, d]
         out = tensor.clone()
         masked = tensor[:, head] < -1e30  # keep the causal mask as the model wrote it
-        for b in range(x.shape[0]):
-            new = torch.as_tensor(scorer(x[b]), dtype=tensor.dtype)
-            out[b, head] = torch.where(masked[b], tensor[b, head], new)
+        new = torch.as_tensor(scorer(x), dtype=tensor.dtype)
+        out[:, head] = torch.where(masked, tensor[:, head], new)
         return out
 
     return [
@@ -171,15 +171,61 @@ def ablation_effect(
     return {"before": baseline, "after": ablated, "delta": ablated - baseline}
 
 
-def ablation_sweep(model, kind: str, tokens: np.ndarray, length: int) -> np.ndarray:
+def ablation_sweep(
+    model, kind: str, tokens: np.ndarray, length: int, *, chunk: int | None = None
+) -> np.ndarray:
     """Change in induction loss ``[L, H]`` when ``kind`` is applied to each head in turn.
 
-    Exact, and about half the work of one whole forward pass per head: the blocks before layer
-    l do not depend on which head of layer l is ablated, so the residual stream entering it is
-    computed once per layer (``stop_at_layer``) and each head runs only blocks l.. and the
-    unembedding (``start_at_layer``). Both passes are the model's own code on the same inputs,
-    so the logits equal a whole ablated pass bit for bit (tested).
+    Exact. The blocks before layer l do not depend on which head of layer l is ablated, and
+    the loss reads only the second copy's logits, so on a pretrained model's door each head
+    runs blocks l.. only and unembeds only those positions
+    (:class:`~qkcore.models.suffix.SuffixPasses`): the logits are a whole ablated pass's, bit
+    for bit on the same batch. Sequences go ``chunk`` at a time (default: what keeps the
+    recorded block outputs and the logits near 250 MB), which changes only the order of the
+    loss's sums. A toy's own ``start_at_layer`` skips the blocks before l, so toys take it.
     """
+    n = tokens.shape[1]
+    positions = np.arange(n - length, n - 1)  # predicting the second copy's tokens 2..length
+    passes = SuffixPasses.open(model.bridge, positions)
+    if passes is None:
+        return _prefix_sweep(model, kind, tokens, length)
+    model.check_length(n)
+    chunk = chunk or _chunk_size(model, n, len(positions))
+    baseline, ablated, count = 0.0, np.zeros((model.n_layers, model.n_heads)), 0
+    for start in range(0, tokens.shape[0], chunk):
+        batch = tokens[start : start + chunk]
+        targets = batch[:, positions + 1]
+        baseline += _nll_sum(passes.baseline(batch), targets)
+        for layer in range(model.n_layers):
+            for head in range(model.n_heads):
+                hooks = with_ablation(model, layer, head, kind)
+                ablated[layer, head] += _nll_sum(passes.from_layer(layer, batch, hooks), targets)
+        count += targets.size
+    return (ablated - baseline) / count
+
+
+def _chunk_size(model, n: int, p: int, budget: float = 250e6) -> int:
+    """Sequences per chunk: block outputs ``L n d`` and logits ``p V`` float32 per sequence."""
+    per_sequence = 4.0 * (model.n_layers * n * model.factors.d + p * model.d_vocab)
+    return max(1, int(budget // per_sequence))
+
+
+def _nll_sum(logits, targets: np.ndarray) -> float:
+    """``sum -log softmax(logits)[target]`` over ``logits: [B, p, V]`` (float64, one sequence
+    at a time, as :func:`~qkcore.analysis.behaviour.next_token_nll`)."""
+    logits = logits_as_numpy(logits)
+    total = 0.0
+    for row in range(targets.shape[0]):
+        seq = np.asarray(logits[row], dtype=np.float64)
+        seq = seq - seq.max(axis=-1, keepdims=True)
+        log_norm = np.log(np.exp(seq).sum(axis=-1))
+        total += float((log_norm - seq[np.arange(len(seq)), targets[row]]).sum())
+    return total
+
+
+def _prefix_sweep(model, kind: str, tokens: np.ndarray, length: int) -> np.ndarray:
+    """The sweep through the door's ``stop_at_layer`` / ``start_at_layer``: the residual
+    entering layer l once per layer, blocks l.. per head (the toy model's own skipping)."""
     import torch
 
     logits, _ = run_with_hooks(model, tokens, [])

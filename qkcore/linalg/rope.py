@@ -42,6 +42,7 @@ __all__ = [
     "phase_features",
     "relative_kernel",
     "rope_scores",
+    "symmetric_scores",
 ]
 
 PAIRINGS = ("rotate-half", "adjacent")
@@ -194,6 +195,26 @@ def rope_scores(
     if part == "full":
         return symmetric + directional
     raise QKError(f"part must be full, symmetric or directional; got {part!r}.")
+
+
+def symmetric_scores(ops: FrequencyOperators, x: np.ndarray) -> np.ndarray:
+    """``rope_scores(ops, x, arange(n), part="symmetric")`` as one matrix product per sequence.
+
+    ``x: [..., n, d]`` (a batch of sequences at positions ``0..n-1``) -> ``[..., n, n]``. With
+    ``cos(theta (i - j)) = cos(theta i) cos(theta j) + sin(theta i) sin(theta j)`` the cosine
+    terms factor: for ``a = x a_q``, ``b = x b_q`` (queries) and ``a', b'`` (keys),
+    ``S = Q K^T`` with ``Q = [c a, s a, c b, s b, x R_q]``, ``K = [c a', s a', c b', s b',
+    x R_k]`` (``c, s``: cos, sin of ``i theta_t``): one product of width ``2 r + k - r``
+    instead of ``[n, n, r/2]`` tensors of per-frequency terms.
+    """
+    n = x.shape[-2]
+    angle = np.arange(n, dtype=np.float64)[:, None] * ops.info.thetas  # [n, r/2]
+    c, s = np.cos(angle), np.sin(angle)
+    xa, xb = x @ ops.a_q, x @ ops.b_q
+    ya, yb = x @ ops.a_k, x @ ops.b_k
+    Q = np.concatenate([c * xa, s * xa, c * xb, s * xb, x @ ops.rest_q], axis=-1)
+    K = np.concatenate([c * ya, s * ya, c * yb, s * yb, x @ ops.rest_k], axis=-1)
+    return Q @ np.swapaxes(K, -1, -2)
 
 
 def relative_kernel(

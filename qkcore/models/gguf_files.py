@@ -44,32 +44,20 @@ __all__ = ["OWN_READERS", "dequantized_folder", "gguf_strings", "write_folder"]
 
 _GGUF_MAGIC = b"GGUF"
 
+#: GGUF header keys both families share, by the config field they fill
+_SHARED_KEYS = {
+    "context_length": "max_position_embeddings",
+    "embedding_length": "hidden_size",
+    "block_count": "num_hidden_layers",
+    "feed_forward_length": "intermediate_size",
+    "attention.head_count": "num_attention_heads",
+    "attention.layer_norm_epsilon": "layer_norm_eps",
+}
+
 #: GGUF architecture -> (Hugging Face model_type, {GGUF key suffix: config field})
 OWN_READERS: dict[str, tuple[str, dict[str, str]]] = {
-    "gptneox": (
-        "gpt_neox",
-        {
-            "context_length": "max_position_embeddings",
-            "embedding_length": "hidden_size",
-            "block_count": "num_hidden_layers",
-            "feed_forward_length": "intermediate_size",
-            "attention.head_count": "num_attention_heads",
-            "attention.layer_norm_epsilon": "layer_norm_eps",
-            "use_parallel_residual": "use_parallel_residual",
-        },
-    ),
-    "bert": (
-        "bert",
-        {
-            "context_length": "max_position_embeddings",
-            "embedding_length": "hidden_size",
-            "block_count": "num_hidden_layers",
-            "feed_forward_length": "intermediate_size",
-            "attention.head_count": "num_attention_heads",
-            "attention.layer_norm_epsilon": "layer_norm_eps",
-            "token_type_count": "type_vocab_size",
-        },
-    ),
+    "gptneox": ("gpt_neox", {**_SHARED_KEYS, "use_parallel_residual": "use_parallel_residual"}),
+    "bert": ("bert", {**_SHARED_KEYS, "token_type_count": "type_vocab_size"}),
 }
 
 _PHANTOM = "\u2581"  # llama.cpp's word-start mark in BERT vocabularies

@@ -126,6 +126,10 @@ class HFForward:
                 self._inputs.append((modules[norm_name], layer, weights.norm))
             else:
                 self._inputs.append((modules[q_name], layer, "raw"))
+        #: the block modules the model's loop calls, and its unembedding (for suffix passes)
+        self.blocks = modules[self._module_name(modules, arch.blocks)]
+        # the module, not the tensor name: checkpoints and module names differ (embed_out)
+        self.unembed = hf_model.get_output_embeddings()
         self.W_E, self.W_U, self.W_V, self.W_O = weights.processed()
         rotary = weights.rotary[0] if weights.rotary else None
         self.cfg = SimpleNamespace(

@@ -188,15 +188,28 @@ def test_a_gguf_goes_through_both_doors(folders, tmp_path: Path, family: str, mo
     assert check.max_rel_error <= (model.factors.d + model.factors.k) * U32
 
 
-def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
-    """``pytest claims --model PATH`` for a model of every family in the table, as a folder
-    and, for every family llama.cpp writes as GGUF, as a ``.gguf``: each weights claim is
-    judged (or skipped with a reason) - no row ends in ``error``."""
+def _claims_on_tiny_models(tmp_path: Path, args: list[str]) -> list[dict]:
+    """The ``weights and tiny`` claim rows of ``pytest claims <args>`` in a fresh process (its
+    own cache under ``tmp_path``, no baseline), from the report's claims.json."""
     import os
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[2]
+    report_dir = tmp_path / "report"
+    env = dict(os.environ, QK_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("PYTEST_XDIST_WORKER", None)
+    command = [sys.executable, "-m", "pytest", "claims", "-q", "-p", "no:cacheprovider"]
+    command += ["-p", "no:xdist", *args, "-k", "weights and tiny", "--claims-baseline=none"]
+    command += [f"--claims-report-dir={report_dir}"]
+    subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=1800)
+    return json.loads((report_dir / "claims.json").read_text())["results"]
+
+
+def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
+    """``pytest claims --model PATH`` for a model of every family in the table, as a folder
+    and, for every family llama.cpp writes as GGUF, as a ``.gguf``: each weights claim is
+    judged (or skipped with a reason) - no row ends in ``error``."""
     args = []
     for family in FAMILIES:
         args += [
@@ -210,33 +223,7 @@ def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
     for family in GGUF_FAMILIES:
         path = save_tiny_gguf(family, tmp_path / "gguf")
         args += ["--model", str(path.rename(path.with_name(f"tiny-gguf-{family}.gguf")))]
-    report_dir = tmp_path / "report"
-    env = dict(os.environ, QK_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("PYTEST_XDIST_WORKER", None)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            *args,
-            "-k",
-            "weights and tiny",
-            "--claims-baseline=none",
-            f"--claims-report-dir={report_dir}",
-            "-p",
-            "no:xdist",
-        ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    results = json.loads((report_dir / "claims.json").read_text())["results"]
+    results = _claims_on_tiny_models(tmp_path, args)
     judged = {r["evidence"] for r in results if r["verdict"] != "skipped"}
     assert judged == {f"weights:tiny-{family}" for family in FAMILIES} | {
         f"weights:tiny-gguf-{family}" for family in GGUF_FAMILIES
@@ -249,46 +236,11 @@ def test_spectral_claims_run_with_the_forward_door_closed(tmp_path: Path):
     """``--model-forward none`` opens the weights door only: the claims that read weight
     columns alone are judged, those needing a forward pass skip with the reason, none errors
     (a folder and a GGUF read by qkcore's own GGUF reader)."""
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
     folder = save_tiny_model("llama", tmp_path / "models").rename(tmp_path / "tiny-llama")
     gguf_path = save_tiny_gguf("bert", tmp_path / "gguf")
     gguf_path = gguf_path.rename(gguf_path.with_name("tiny-gguf-bert.gguf"))
-    env = dict(os.environ, QK_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("PYTEST_XDIST_WORKER", None)
-    report_dir = tmp_path / "report"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:xdist",
-            "-q",
-            "--model",
-            str(folder),
-            "--model",
-            str(gguf_path),
-            "--model-forward",
-            "none",
-            "-k",
-            "weights and tiny",
-            "--claims-baseline=none",
-            f"--claims-report-dir={report_dir}",
-        ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    results = json.loads((report_dir / "claims.json").read_text())["results"]
+    args = ["--model", str(folder), "--model", str(gguf_path), "--model-forward", "none"]
+    results = _claims_on_tiny_models(tmp_path, args)
     verdict = {r["nodeid"].split("::")[-1]: (r["verdict"], r["reason"]) for r in results}
     for model in ("tiny-llama", "tiny-gguf-bert"):
         for spectral in ("m_usually_nonsymmetric_complex_spectrum", "condition_number_predicts"):

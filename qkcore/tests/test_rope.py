@@ -15,6 +15,7 @@ from qkcore.linalg.rope import (
     phase_features,
     relative_kernel,
     rope_scores,
+    symmetric_scores,
 )
 
 EPS = np.finfo(float).eps
@@ -150,3 +151,18 @@ def test_bad_rotary_info():
         RotaryInfo(7, 1e4)
     with pytest.raises(QKError, match="pairing"):
         RotaryInfo(8, 1e4, "interleaved")
+
+
+@given(rope_heads(), st.integers(1, 3))
+def test_symmetric_scores_factor_the_cosine_terms(case, batch):
+    """``cos(theta (i - j)) = cos(theta i) cos(theta j) + sin(theta i) sin(theta j)`` turns the
+    symmetric part into one product; both are O(d k) sums of O(1) products, so they agree to
+    the reconstruction test's bound, for each sequence of a batch."""
+    W_Q, W_K, x, info = case
+    ops = frequency_operators(W_Q, W_K, info)
+    xs = np.stack([x * (1 + b) for b in range(batch)])  # [batch, n, d]
+    fast = symmetric_scores(ops, xs[:, None])  # heads broadcast: [batch, 2, n, n]
+    for b in range(batch):
+        expected = rope_scores(ops, xs[b], np.arange(x.shape[0]), part="symmetric")
+        tol = 32 * (x.shape[1] + W_Q.shape[-1]) * EPS * _scale(W_Q, W_K, xs[b])
+        np.testing.assert_allclose(fast[b], expected, rtol=0, atol=tol)
