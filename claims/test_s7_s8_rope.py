@@ -187,10 +187,10 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record)
     (n >= 12; an 8-head toy cannot: 7/8 = 0.875).
 
     Power: a top-2 prev head is hit by chance with probability 2/n (the paper's exact
-    permutation p): it must be <= 0.05 (an 8-head toy: 1/4). On weights evidence screened by
-    the sweep (``dInd_rope_sequences``: every head on 4 sequences, the 10 largest again on all
-    50), a 4-sequence estimate's noise (~0.008) sits at the 0.01 cut: every head must have had
-    the full 50 sequences, else the row cannot decide."""
+    permutation p): it must be <= 0.05 (an 8-head toy: 1/4). ``--weights-sweeps`` ablates every
+    head on all 50 sequences; a screened table (``dInd_rope_sequences``: every head on 4
+    sequences, the 10 largest again on all 50 - an approximate mode no evidence uses) cannot
+    decide: a 4-sequence estimate's noise (~0.008) sits at the 0.01 cut."""
     table = evidence.head_table()
     n = len(table)
     top_effect = table.loc[table["dInd_rope"].idxmax()]

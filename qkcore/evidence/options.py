@@ -120,8 +120,9 @@ OPTIONS: dict[str, list[tuple[str, dict[str, Any]]]] = {
             "--weights-sweeps",
             dict(
                 action="store_true",
-                help="give pretrained per-head tables the (screened) per-head ablation sweep: "
-                "dInd_rope / dICL_* columns (SmolLM2: ~12 min more cold); off by default",
+                help="give pretrained per-head tables the exact per-head ablation sweep (every "
+                "head on all 50 sequences): dInd_rope / dICL_* columns (SmolLM2: ~26 min more "
+                "cold); off by default",
             ),
         ),
     ],

@@ -195,7 +195,7 @@ def weights_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
             marks.append(
                 pytest.mark.skip(
                     reason=f"{ref.evidence_id}: {', '.join(swept)} needs the per-head ablation "
-                    "sweep - pass --weights-sweeps (SmolLM2: ~12 min more cold)"
+                    "sweep - pass --weights-sweeps (SmolLM2: ~26 min more cold)"
                 )
             )
         piece = WeightsEvidence(
