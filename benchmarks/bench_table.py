@@ -7,8 +7,8 @@ The whole-pass sweep is one forward pass per head over ``ablation_sequences`` se
 suffix engine's own figures: ``benchmarks/bench_sweep.py``); the screened sweep (an explicitly
 approximate mode no evidence uses; :func:`qkcore.analysis.ablation.screened_sweep`) one per
 head over 4 sequences plus one over all for the 10 largest. Both are timed on ``--sweep-heads``
-heads and extrapolated (heads cost the same); the first-order estimate (one backward pass) is timed whole.
-"Total" is the table as the default weights evidence builds it (no sweep).
+heads and extrapolated (heads cost the same); the first-order estimate (one backward pass) is
+timed whole. "Total" is the table as the default weights evidence builds it (no sweep).
 """
 
 from __future__ import annotations
