@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from qkcore.analysis.ablation import _chunk_size, ablation_effect, ablation_sweep, with_ablation
+from qkcore.analysis.ablation import ablation_effect, ablation_sweep, sweep_chunk, with_ablation
 from qkcore.analysis.behaviour import repeated_random_tokens, token_range
 from qkcore.models import load_model
 from qkcore.models.suffix import SuffixPasses
@@ -45,7 +45,7 @@ def main() -> None:
     tokens = repeated_random_tokens(args.sequences, 64, vocab, bos, 1, low=low)
     n = tokens.shape[1]
     positions = np.arange(n - 64, n - 1)
-    chunk = _chunk_size(model, n, len(positions))
+    chunk = sweep_chunk(model, n, len(positions))
     chunks = [tokens[s : s + chunk] for s in range(0, len(tokens), chunk)]
     passes = SuffixPasses.open(model.bridge, positions)
     if passes is None:

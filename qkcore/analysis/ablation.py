@@ -44,6 +44,8 @@ __all__ = [
     "next_token_loss",
     "run_with_hooks",
     "screened_sweep",
+    "sweep_chunk",
+    "whole_pass_sweep",
     "with_ablation",
 ]
 
@@ -188,9 +190,9 @@ def ablation_sweep(
     positions = np.arange(n - length, n - 1)  # predicting the second copy's tokens 2..length
     passes = SuffixPasses.open(model.bridge, positions)
     if passes is None:
-        return _prefix_sweep(model, kind, tokens, length)
+        return whole_pass_sweep(model, kind, tokens, length)
     model.check_length(n)
-    chunk = chunk or _chunk_size(model, n, len(positions))
+    chunk = chunk or sweep_chunk(model, n, len(positions))
     baseline, ablated, count = 0.0, np.zeros((model.n_layers, model.n_heads)), 0
     for start in range(0, tokens.shape[0], chunk):
         batch = tokens[start : start + chunk]
@@ -204,8 +206,9 @@ def ablation_sweep(
     return (ablated - baseline) / count
 
 
-def _chunk_size(model, n: int, p: int, budget: float = 250e6) -> int:
-    """Sequences per chunk: block outputs ``L n d`` and logits ``p V`` float32 per sequence."""
+def sweep_chunk(model, n: int, p: int, budget: float = 250e6) -> int:
+    """Sequences per chunk of :func:`ablation_sweep`: block outputs ``L n d`` and logits ``p V``
+    float32 per sequence, within ``budget`` bytes."""
     per_sequence = 4.0 * (model.n_layers * n * model.factors.d + p * model.d_vocab)
     return max(1, int(budget // per_sequence))
 
@@ -223,9 +226,11 @@ def _nll_sum(logits, targets: np.ndarray) -> float:
     return total
 
 
-def _prefix_sweep(model, kind: str, tokens: np.ndarray, length: int) -> np.ndarray:
+def whole_pass_sweep(model, kind: str, tokens: np.ndarray, length: int) -> np.ndarray:
     """The sweep through the door's ``stop_at_layer`` / ``start_at_layer``: the residual
-    entering layer l once per layer, blocks l.. per head (the toy model's own skipping)."""
+    entering layer l once per layer, blocks l.. per head. The toy model skips the blocks before
+    l; a TransformerBridge runs and discards them, so there it is a whole pass per head (the
+    reference the suffix engine is tested and benchmarked against)."""
     import torch
 
     logits, _ = run_with_hooks(model, tokens, [])

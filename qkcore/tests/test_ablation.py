@@ -208,7 +208,7 @@ def test_screened_sweep_is_the_full_sweep_where_it_remeasures():
 
 
 @pytest.mark.parametrize(("scheme", "kind"), [("rope", "drop_imag"), ("ape", "keep_sym")])
-def test_the_prefix_sweep_equals_a_whole_pass_per_head_bit_for_bit(scheme, kind):
+def test_thewhole_pass_sweep_equals_a_whole_pass_per_head_bit_for_bit(scheme, kind):
     """The sweep runs blocks l.. from the cached residual entering block l; the same float32
     operations on the same inputs, so not a rounding of difference is allowed."""
     from qkcore.analysis.ablation import ablation_effect, ablation_sweep

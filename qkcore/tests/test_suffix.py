@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from qkcore.analysis.ablation import _prefix_sweep, ablation_sweep, with_ablation
+from qkcore.analysis.ablation import ablation_sweep, whole_pass_sweep, with_ablation
 from qkcore.analysis.behaviour import repeated_random_tokens
 from qkcore.models import load_model
 from qkcore.models.suffix import SuffixPasses
@@ -83,7 +83,7 @@ def test_the_suffix_sweep_equals_whole_passes(models, family, door):
     model = models[(family, door)]
     tokens = repeated_random_tokens(4, 8, model.d_vocab, None, 1, low=4)
     kind = _kind(model)
-    whole = _prefix_sweep(model, kind, tokens, 8)
+    whole = whole_pass_sweep(model, kind, tokens, 8)
     engine = ablation_sweep(model, kind, tokens, 8)
     loss = np.log(model.d_vocab)  # the losses' scale
     count = 4 * 7  # sequences x predicted positions: the terms of each mean
