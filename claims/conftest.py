@@ -10,8 +10,8 @@ A claim test declares what can bear on it and receives one piece per parametriza
 ``models=`` restricts to named models, for a claim whose numbers are one model's (S4a: GPT-2);
 ``checkpoints=True`` takes the models with a released checkpoint series instead (§9).
 ``@pytest.mark.evidence_set("paper", "weights", "toy", "toy-grid")`` gives one test over all
-models of a kind (``paper:all-models``, ``weights:all-models``, ``toy:all-models``,
-``toy:grid-n5``).
+models of a kind (``paper:all-models``, ``weights:all-models``, ``toy-cpu:all-models``,
+``toy-cpu:grid-n5``).
 
 The kinds, their pieces and their parametrization live in :mod:`qkcore.evidence`
 (:mod:`~qkcore.evidence.params` is the registry); this file only connects them to pytest.

@@ -5,8 +5,8 @@ Evidence, both as ``{arm: [GridRun]}`` (:mod:`qkcore.analysis.gridruns`):
 - ``paper:all-models``: the released grid (``trainB/``), discovered from file names. Main
   cells: free runs at lambda = 0, sym-M and Im(M_t)-suppressed runs at lambda = 10; other
   lambdas are side runs and are not pooled into the cells.
-- ``toy:grid-n5``: the same five arms trained here at the CPU default scale (d = 64, d_k = 16,
-  sequences of 128, lr 1e-2; cap 6000 steps as the paper's), 5 seeds per arm; opt-in with
+- ``toy-<regime>:grid-n5``: the same five arms trained here in the ``--toy-regime``
+  (:mod:`qkcore.models.toy.regimes`; cap 6000 steps as the paper's), 5 seeds per arm; opt-in with
   ``--toy-grid`` (``--toy-grid-seeds N`` for another n, recorded in the id).
 
 Formation step: first eval with ce_pred below (ln 64 + 0.15)/2
@@ -73,7 +73,7 @@ HARD_SHARE = 0.01
 
 
 def _is_toy(evidence_set) -> bool:
-    return evidence_set.evidence_id.startswith("toy:")
+    return evidence_set.evidence_id.startswith("toy")
 
 
 def _formation(cells: dict) -> dict[str, np.ndarray]:

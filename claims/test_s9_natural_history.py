@@ -5,8 +5,8 @@ Evidence, as one checkpoint table per run (:mod:`qkcore.analysis.history`):
 - ``paper:<model>`` for every released checkpoint series (``<model>_ckpt_analysis.parquet``;
   today Pythia-410m, 22 checkpoints - the paper's Pythia-160m numbers have no released table
   and cannot be checked);
-- ``toy:<scheme>-s<seed>``: the free toy runs, from their stored checkpoints (log-spaced from
-  step 0), behaviour on ``[r, r]`` (200 sequences, |r| = 64) at every checkpoint.
+- ``toy-<regime>:<scheme>-s<seed>``: the free toy runs, from their stored checkpoints
+  (log-spaced from step 0), behaviour on ``[r, r]`` (200 sequences, |r| = 64) at every checkpoint.
 
 Terms used by every test, read from the paper's text alone (§9 and the executed plan,
 INTERVENTION_PLAN.md §1), not from the released table:

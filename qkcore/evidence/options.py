@@ -128,11 +128,22 @@ OPTIONS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     ],
     "toy": [
         (
+            "--toy-regime",
+            dict(
+                default="cpu",
+                metavar="SPEC",
+                help="training regime of the toys: 'cpu' (default, the measured CPU regime), "
+                "'paper' (the §10 protocol; ~30 min of one core per run on CPU), or either with "
+                "changed fields, e.g. 'cpu:lr=0.003,d_model=128,d_head=32'; evidence ids carry "
+                "it (toy-cpu:rope-s0)",
+            ),
+        ),
+        (
             "--toy-seeds",
             dict(
                 type=positive_int,
                 default=8,
-                help="seeds per scheme of the free toy runs (toy:<scheme>-s<seed> evidence), "
+                help="seeds per scheme of the free toy runs (toy-<regime>:<scheme>-s<seed>), "
                 "judged as one population per scheme (7 of 8 must agree); default 8",
             ),
         ),
@@ -141,7 +152,8 @@ OPTIONS: dict[str, list[tuple[str, dict[str, Any]]]] = {
             dict(
                 action="store_true",
                 help="train (or read from the cache) the §10 grid on toys: 5 arms x 5 seeds "
-                "(toy:grid evidence; ~1 h cold on 2 cores, seconds cached); off by default",
+                "(toy-<regime>:grid-n5 evidence; ~1 h cold on 2 cores, seconds cached); "
+                "off by default",
             ),
         ),
         (
@@ -184,6 +196,12 @@ def check_evidence_options(config: pytest.Config) -> None:
             f"QK_PAPER_DATA={location} is not a folder; point it at the folder of the paper's "
             "released tables (e.g. ../shared/paper-data), or unset it to skip the paper: tests"
         )
+    from qkcore.models.toy.regimes import toy_regime
+
+    try:
+        toy_regime(config.getoption("--toy-regime", default="cpu"))
+    except QKError as exc:
+        raise pytest.UsageError(f"--toy-regime: {exc}") from None
     for spec in config.getoption("--model", default=[]) or []:
         try:
             resolve_source(spec)
@@ -199,6 +217,7 @@ class EvidenceOptions:
     models: tuple[str, ...] = ()
     weights_sweeps: bool = False
     model_forward: str = "auto"
+    toy_regime: str = "cpu"
     toy_seeds: int = 8
     toy_grid: bool = False
     toy_grid_seeds: int | None = None
@@ -211,6 +230,7 @@ class EvidenceOptions:
             models=tuple(config.getoption("--model")),
             weights_sweeps=config.getoption("--weights-sweeps"),
             model_forward=config.getoption("--model-forward"),
+            toy_regime=config.getoption("--toy-regime"),
             toy_seeds=config.getoption("--toy-seeds"),
             toy_grid=config.getoption("--toy-grid"),
             toy_grid_seeds=config.getoption("--toy-grid-seeds"),

@@ -38,7 +38,6 @@ from qkcore.evidence.pieces import (
 )
 from qkcore.evidence.refs import SCHEME_FAMILY, EvidenceRef, evidence_params
 from qkcore.models import PACKAGED, PAPER_MODELS, resolve_source
-from qkcore.models.toy.model import ToyConfig
 
 __all__ = [
     "KINDS",
@@ -212,16 +211,20 @@ def weights_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
 
 
 def toy_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
-    """``toy:<scheme>-s<seed>``: ``--toy-seeds`` free runs per scheme, trained here."""
+    """``toy-<regime>:<scheme>-s<seed>``: ``--toy-seeds`` free runs per scheme, trained here in
+    the ``--toy-regime``."""
+    from qkcore.models.toy.regimes import toy_regime
+
+    regime = toy_regime(options.toy_regime)
     schemes = kwargs.get("schemes")
     params = []
     for scheme in TOY_SCHEMES:
         if schemes is not None and scheme not in schemes:
             continue
         for seed in range(options.toy_seeds):
-            ref = EvidenceRef("toy", f"{scheme}-s{seed}", scheme)
+            ref = EvidenceRef("toy", f"{scheme}-s{seed}", scheme, regime.name)
             (param,) = evidence_params([ref])
-            piece = ToyEvidence(ref, ToyConfig(scheme=scheme, seed=seed), options.device)
+            piece = ToyEvidence(ref, regime.config(scheme, seed), options.device)
             params.append(pytest.param(piece, id=ref.evidence_id, marks=param.marks))
     return params
 
@@ -274,12 +277,12 @@ def _toy_grid_param(options: EvidenceOptions) -> Any:
     seeds = GRID_SEEDS if seeds is None else seeds
     if seeds < 2:
         raise pytest.UsageError(f"--toy-grid-seeds must be >= 2 (rank tests); got {seeds}.")
-    evidence = ToyGridEvidence(seeds, options.device, wanted=wanted)
+    evidence = ToyGridEvidence(seeds, options.device, wanted=wanted, regime_spec=options.toy_regime)
     marks = [pytest.mark.toy]
     if not wanted:
         marks.append(
             pytest.mark.skip(
-                reason="toy:grid is opt-in: pass --toy-grid (5 arms x 5 seeds; ~1 h cold on "
+                reason="the toy grid is opt-in: pass --toy-grid (5 arms x 5 seeds; ~1 h cold on "
                 "2 cores, cached after) or --toy-grid-seeds N"
             )
         )

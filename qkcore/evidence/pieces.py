@@ -1,8 +1,8 @@
 """Pieces of evidence: what a claim test receives, and what must be built before it can run.
 
 Every piece answers the :class:`Evidence` protocol - an id (``paper:gpt2``,
-``weights:smollm2-135m``, ``toy:rope-s1``, ``toy:all-models``, ...), its kind and regime - and
-gives what it can (``head_table()``, ``history()``, ``model()``, ``grid()``, ``tables()``).
+``weights:smollm2-135m``, ``toy-cpu:rope-s1``, ``toy-cpu:all-models``, ...), its kind and regime -
+and gives what it can (``head_table()``, ``history()``, ``model()``, ``grid()``, ``tables()``).
 Each piece also lists its :class:`BuildTask` s: the slow, cached computations (a dequantized
 model and its table, a toy run, its table and history) that the preparation phase runs before
 the tests, so that tests only read caches.
@@ -250,7 +250,7 @@ class ToyEvidence:
 
     @property
     def regime(self) -> str:
-        return "toy-cpu" if self.device == "cpu" else f"toy-{self.device}"
+        return f"toy-{self.ref.regime}"
 
     def run(self):
         return _toy_run(self.config, self.device)
@@ -326,6 +326,8 @@ class ModelSet:
 
     @property
     def evidence_id(self) -> str:
+        if self.kind == "toy" and self.members:  # one regime per run: name it
+            return f"{self.members[0].regime}:all-models"
         return f"{self.kind}:all-models"
 
     @property
@@ -353,47 +355,60 @@ class ModelSet:
 
 @dataclass(frozen=True)
 class ToyGridEvidence:
-    """The §10 grid trained here at the CPU default scale (``--toy-grid``), ``seeds`` per arm."""
+    """The §10 grid trained here (``--toy-grid``) in the ``--toy-regime``, ``seeds`` per arm."""
 
     seeds: int
     device: str = "cpu"
     wanted: bool = True  # False: opt-in and not asked for (skipped; nothing to build)
+    regime_spec: str = "cpu"
 
     kind = "toy"
-    regime = "toy-cpu"
+
+    @property
+    def regime(self) -> str:
+        return _regime(self.regime_spec).evidence_prefix
 
     @property
     def evidence_id(self) -> str:
-        return f"toy:grid-n{self.seeds}"
+        return f"{self.regime}:grid-n{self.seeds}"
+
+    def configs(self) -> dict[str, list[ToyConfig]]:
+        from qkcore.models.toy.grid import grid_configs
+
+        return grid_configs(self.seeds, **_regime(self.regime_spec).overrides)
 
     def grid(self) -> dict:
-        return _toy_grid(self.seeds, self.device)
+        return _toy_grid(self.seeds, self.device, self.regime_spec)
 
     def build_tasks(self) -> list[BuildTask]:
         if not self.wanted:
             return []
-        from qkcore.models.toy.grid import grid_configs
-
         return [
             BuildTask(
                 key=("toy-run", config, self.device),  # the run only: not a free toy's task
-                label=f"toy:grid {config.label}",
+                label=f"{self.regime}:grid {config.label}",
                 fn=build_grid_run,
                 args=(config, self.device),
                 cost=400.0,
                 memory_gb=1.0,
             )
-            for configs in grid_configs(self.seeds).values()
+            for configs in self.configs().values()
             for config in configs
         ]
 
 
+def _regime(spec: str):
+    from qkcore.models.toy.regimes import toy_regime
+
+    return toy_regime(spec)
+
+
 @cache
-def _toy_grid(seeds: int, device: str) -> dict:
+def _toy_grid(seeds: int, device: str, regime_spec: str) -> dict:
     from qkcore.analysis.gridruns import toy_grid
     from qkcore.models.toy.grid import grid_configs
 
-    return toy_grid(grid_configs(seeds), device=device)
+    return toy_grid(grid_configs(seeds, **_regime(regime_spec).overrides), device=device)
 
 
 def build_grid_run(config: ToyConfig, device: str) -> None:

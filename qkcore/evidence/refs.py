@@ -1,10 +1,10 @@
 """Evidence references and the pytest parametrization that names them.
 
 A claim test is parametrized over evidence; the id says which: ``paper:<model>`` (the paper's
-released tables), ``weights:<model>`` (recomputed from weights), ``toy:<scheme>-s<seed>``
-(trained here). Each parameter also carries marks for its kind and positional scheme, so
-``pytest -k rope`` selects every RoPE piece of evidence (``paper:pythia-410m`` included) and
-``-k paper`` every published-data check.
+released tables), ``weights:<model>`` (recomputed from weights), ``toy-<regime>:<scheme>-s<seed>``
+(trained here in a named regime, :mod:`qkcore.models.toy.regimes`). Each parameter also
+carries marks for its kind and positional scheme, so ``pytest -k rope`` selects every RoPE
+piece of evidence (``paper:pythia-410m`` included) and ``-k paper`` every published-data check.
 
 Example::
 
@@ -39,11 +39,13 @@ SCHEME_FAMILIES = tuple(sorted(set(SCHEME_FAMILY.values()) - {"unknown"}))
 
 @dataclass(frozen=True)
 class EvidenceRef:
-    """Which evidence: kind, name (model, or ``<scheme>-s<seed>`` for toys), positional scheme."""
+    """Which evidence: kind, name (model, or ``<scheme>-s<seed>`` for toys), positional scheme
+    and, for toys, the training regime (part of the id: ``toy-cpu:rope-s0``)."""
 
     kind: str
     name: str
     scheme: str
+    regime: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in EVIDENCE_KINDS:
@@ -56,7 +58,8 @@ class EvidenceRef:
 
     @property
     def evidence_id(self) -> str:
-        return f"{self.kind}:{self.name}"
+        kind = f"{self.kind}-{self.regime}" if self.regime else self.kind
+        return f"{kind}:{self.name}"
 
     @property
     def family(self) -> str:

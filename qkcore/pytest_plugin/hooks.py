@@ -183,7 +183,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     drift, new = compare_with_baseline(state)
     state_summary = {"drift": drift, "new": new, "baseline": state.baseline_label}
     report_dir = run_report_dir(session.config, state)
-    paths = write_reports(list(state.results.values()), report_dir, state_summary)
+    paths = write_reports(
+        list(state.results.values()), report_dir, state_summary, _toy_regimes(session.config)
+    )
     latest = publish_latest(report_dir, state) if state.full_selection else None
     changes = None
     if state.update_baseline and state.baseline_path is not None:
@@ -195,6 +197,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     elif drift and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     session.config.stash[_summary_key] = (paths, latest, drift, new, changes)
+
+
+def _toy_regimes(config: pytest.Config) -> dict[str, str]:
+    from qkcore.models.toy.regimes import toy_regime
+
+    regime = toy_regime(config.getoption("--toy-regime", default="cpu"))
+    return {regime.evidence_prefix: regime.describe()}
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -220,6 +229,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         + ", ".join(f"{totals[v]} {v}" for v in VERDICTS if totals[v])
         + (f" ({details} toy seed rows judged as populations)" if details else "")
     )
+    used = {r.evidence.split(":", 1)[0] for r in state.results.values()}
+    for prefix, line in _toy_regimes(config).items():
+        if prefix in used:
+            tr.write_line(f"toy regime {line}")
     paths, latest, drift, new, changes = config.stash.get(_summary_key, ([], None, [], [], None))
     if drift:
         tr.write_line(f"VERDICT CHANGES against {state.baseline_label} ({len(drift)}):", red=True)

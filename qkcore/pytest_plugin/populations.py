@@ -2,8 +2,8 @@
 
 An 8-head toy is one draw from its training recipe: which way its verdict falls can move with
 the floating-point rounding of the machine that trained it. So the rows of one claim test on
-``toy:<scheme>-s<seed>`` are details, and one population row per scheme decides, with this rule
-(fixed before any result; the same for every claim):
+``toy-<regime>:<scheme>-s<seed>`` are details, and one population row per scheme decides, with
+this rule (fixed before any result; the same for every claim):
 
 - a seed row that errors makes the population an error; seeds without evidence are left out;
 - more seeds not-applicable than applicable -> ``not-applicable`` (the premise fails for the
@@ -20,13 +20,13 @@ The agreement needed, :func:`agreement_needed`, is 5 of 5, 6 of 6, 7 of 7, 7 of 
 survives one seed changing sides - which is what a change of rounding alone did to the toys
 (README, "How far toy verdicts depend on the machine").
 
-The population's evidence id names its size: ``toy:rope-s0 .. s7`` -> ``toy:rope-n8``, so a
+The population's evidence id names its size: ``toy-cpu:rope-s0 .. s7`` -> ``toy-cpu:rope-n8``, so a
 ``-k`` run over fewer seeds makes a different row instead of overwriting the full one.
 
 Example::
 
-    population_verdict({f"toy:rope-s{i}": "refuted" for i in range(7)}
-                       | {"toy:rope-s7": "supported"})
+    population_verdict({f"toy-cpu:rope-s{i}": "refuted" for i in range(7)}
+                       | {"toy-cpu:rope-s7": "supported"})
     # ('refuted', '7 of 8 applicable seeds refute (7 needed: P(X >= 7 | 8, 1/2) = 0.0352 ...')
 """
 
@@ -71,7 +71,7 @@ _SEED = re.compile(r"^(?P<kind>toy[a-z0-9-]*):(?P<name>.+)-s(?P<seed>\d+)$")
 
 
 def seed_of(evidence: str) -> tuple[str, int] | None:
-    """``("toy:rope", 2)`` for ``toy:rope-s2``; None for evidence that is not a toy seed."""
+    """``("toy-cpu:rope", 2)`` for ``toy-cpu:rope-s2``; None for evidence that is not a toy seed."""
     match = _SEED.match(evidence)
     if match is None:
         return None

@@ -28,7 +28,7 @@ _PARAM_ID = re.compile(r"\[(?P<id>.*)\]$")
 
 
 def pieces_for_ids(ids: Iterable[str], options: EvidenceOptions) -> list:
-    """The evidence pieces named by collected test ids (``...::test_x[toy:rope-s1]``)."""
+    """The evidence pieces named by collected test ids (``...::test_x[toy-cpu:rope-s1]``)."""
     from qkcore.evidence.params import KINDS, SET_KINDS
 
     by_id: dict[str, object] = {}

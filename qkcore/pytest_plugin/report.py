@@ -79,11 +79,20 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def write_reports(
-    results: list[ClaimResult], out_dir: Path, baseline: dict[str, Any]
+    results: list[ClaimResult],
+    out_dir: Path,
+    baseline: dict[str, Any],
+    toy_regimes: dict[str, str] | None = None,
 ) -> list[Path]:
-    """Write claims.json, claims.md and claims.html into ``out_dir``; returns their paths."""
+    """Write claims.json, claims.md and claims.html into ``out_dir``; returns their paths.
+
+    ``toy_regimes`` maps an evidence prefix (``toy-cpu``) to the line that says how its regime
+    departs from the paper's protocol; every report shows it for the toys it judged.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = sorted_results(results)
+    used = {r.evidence.split(":", 1)[0] for r in rows}
+    regimes = {prefix: line for prefix, line in (toy_regimes or {}).items() if prefix in used}
     created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     found = errata(rows)
     payload = {
@@ -93,6 +102,7 @@ def write_reports(
         "baseline": baseline,
         "summary": summary(rows),
         "errata": found,
+        "toy_regimes": regimes,
         "results": [
             {
                 k: v
@@ -106,8 +116,8 @@ def write_reports(
         out_dir / n for n in ("claims.json", "claims.md", "claims.html")
     )
     _atomic_write(json_path, json.dumps(payload, indent=1) + "\n")
-    _atomic_write(md_path, render_markdown(rows, baseline, created))
-    _atomic_write(html_path, render_html(rows, baseline, created, found))
+    _atomic_write(md_path, render_markdown(rows, baseline, created, regimes))
+    _atomic_write(html_path, render_html(rows, baseline, created, found, regimes))
     return [json_path, md_path, html_path]
 
 

@@ -64,6 +64,7 @@ def render_html(
     baseline: dict[str, Any],
     created: str,
     errata: list[dict[str, Any]],
+    toy_regimes: dict[str, str] | None = None,
 ) -> str:
     esc = html.escape
     totals = Counter(r.verdict or "error" for r in results if not r.is_detail)
@@ -74,6 +75,10 @@ def render_html(
         f"<p>{esc(created)} &mdash; "
         + ", ".join(f"<b>{totals[v]}</b> {v}" for v in VERDICT_ORDER if totals[v])
         + "</p>",
+    ]
+    parts += [
+        f"<p><b>Toy regime</b> {esc(line)}. Toy verdicts are about toys trained so.</p>"
+        for line in (toy_regimes or {}).values()
     ]
     if baseline.get("drift"):
         parts.append(f"<h2>Verdict changes against {esc(baseline['baseline'])}</h2><ul>")

@@ -33,7 +33,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(results: list[ClaimResult], baseline: dict[str, Any], created: str) -> str:
+def render_markdown(
+    results: list[ClaimResult],
+    baseline: dict[str, Any],
+    created: str,
+    toy_regimes: dict[str, str] | None = None,
+) -> str:
     totals = Counter(r.verdict or "error" for r in results if not r.is_detail)
     head = [
         "# Claims report",
@@ -43,6 +48,8 @@ def render_markdown(results: list[ClaimResult], baseline: dict[str, Any], create
         + ". Full detail in claims.html and claims.json.",
         "",
     ]
+    for line in (toy_regimes or {}).values():
+        head += [f"**Toy regime** {line}. Toy verdicts are about toys trained so.", ""]
     if baseline.get("drift"):
         head += [f"**Verdict changes against {baseline['baseline']}:**", ""]
         head += [f"- `{c['nodeid']}`: {c['baseline']} -> **{c['now']}**" for c in baseline["drift"]]

@@ -55,6 +55,7 @@ class ClaimResult:
     @property
     def evidence_kind(self) -> str:
         kind = self.evidence.split(":", 1)[0] if ":" in self.evidence else ""
+        kind = kind.split("-", 1)[0]  # toy-cpu -> toy: the regime is not a kind
         return kind if kind in EVIDENCE_KINDS else "simulation"
 
     @property

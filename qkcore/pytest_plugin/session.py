@@ -192,7 +192,7 @@ def _short_error(call: pytest.CallInfo) -> str:
 
 
 def evidence_id(item: pytest.Item) -> str:
-    """The ``paper:<model>`` / ``weights:<model>`` / ``toy:<scheme>-s<seed>`` of a test.
+    """The ``paper:<model>`` / ``weights:<model>`` / ``toy-<regime>:<scheme>-s<seed>`` of a test.
 
     Parameters built with :func:`qkcore.evidence.refs.evidence_params` carry an
     ``evidence_id``; otherwise the whole parametrization id stands in.

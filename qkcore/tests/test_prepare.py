@@ -92,22 +92,22 @@ def test_collected_ids_name_the_pieces_to_build():
 
     options = EvidenceOptions(toy_seeds=2)
     ids = [
-        "claims/test_a.py::test_x[toy:rope-s1]",
-        "claims/test_a.py::test_y[toy:rope-s1]",
-        "claims/test_b.py::test_z[toy:all-models]",
+        "claims/test_a.py::test_x[toy-cpu:rope-s1]",
+        "claims/test_a.py::test_y[toy-cpu:rope-s1]",
+        "claims/test_b.py::test_z[toy-cpu:all-models]",
         "claims/test_b.py::test_w[weights:smollm2-135m]",
         "claims/test_c.py::test_plain",
     ]
     pieces = pieces_for_ids(ids, options)
     labels = sorted({task.label for piece in pieces for task in piece.build_tasks()})
     assert labels == [
-        "toy:alibi-s0 run, table and history",
-        "toy:alibi-s1 run, table and history",
-        "toy:ape-s0 run, table and history",
-        "toy:ape-s1 run, table and history",
-        "toy:rope-s0 run, table and history",
-        "toy:rope-s1 run, table and history",
+        "toy-cpu:alibi-s0 run, table and history",
+        "toy-cpu:alibi-s1 run, table and history",
+        "toy-cpu:ape-s0 run, table and history",
+        "toy-cpu:ape-s1 run, table and history",
+        "toy-cpu:rope-s0 run, table and history",
+        "toy-cpu:rope-s1 run, table and history",
         "weights:smollm2-135m table",
     ]
     only_rope = pieces_for_ids(ids[:1], options)
-    assert [p.evidence_id for p in only_rope] == ["toy:rope-s1"]  # not toy:rope-s10 or others
+    assert [p.evidence_id for p in only_rope] == ["toy-cpu:rope-s1"]  # not rope-s10 or others

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import sys
 
@@ -15,7 +16,7 @@ from qkcore.analysis.convention import convention_check
 from qkcore.diskcache import DiskCache
 from qkcore.linalg.rope import RotaryInfo, frequency_operators
 from qkcore.linalg.spectra import dir_frac
-from qkcore.models.toy.model import ToyConfig, ToyTransformer
+from qkcore.models.toy.model import PAPER_PROTOCOL, ToyConfig, ToyTransformer
 from qkcore.models.toy.train import checkpoint_steps, imag_penalty, sample_batch, sym_penalty, train
 from qkcore.models.toy.view import toy_model_view
 
@@ -181,7 +182,6 @@ PAPER_SECTION_10 = {
 
 @pytest.mark.parametrize("field", sorted(PAPER_SECTION_10))
 def test_the_paper_protocol_matches_the_paper_field_by_field(field):
-    from qkcore.models.toy.model import PAPER_PROTOCOL
 
     assert PAPER_PROTOCOL[field] == PAPER_SECTION_10[field]
 
@@ -204,3 +204,94 @@ def test_the_paper_protocol_builds_a_config_with_the_paper_optimiser_and_criteri
     ]
     assert formation_threshold(64) == pytest.approx((np.log(64) + 0.15) / 2)
     assert {arm.lam for arm in GRID_ARMS if arm.constraint != "free"} == {10.0}
+
+
+def _assert_same_run(a, b):
+    assert a.formation_step == b.formation_step
+    assert a.history == b.history
+    assert sorted(a.checkpoints) == sorted(b.checkpoints)
+    for step in a.checkpoints:
+        for part in ("W_Q", "W_K"):
+            assert np.array_equal(a.checkpoints[step][part], b.checkpoints[step][part])
+    assert sorted(a.checkpoint_states) == sorted(b.checkpoint_states)
+    for state_a, state_b in [(a.state, b.state)] + [
+        (a.checkpoint_states[s], b.checkpoint_states[s]) for s in a.checkpoint_states
+    ]:
+        assert all(torch.equal(state_a[k], state_b[k]) for k in state_a)
+
+
+@pytest.fixture
+def forms_at_once(monkeypatch):
+    """Formation at the first evaluation (a threshold no loss misses), so a tiny run has a
+    formation step and milestones after it."""
+    from qkcore.models.toy import train as toytrain
+
+    monkeypatch.setattr(toytrain, "formation_threshold", lambda vocab: 1e9)
+
+
+def test_early_stopped_run_is_the_prefix_of_the_full_run(forms_at_once):
+    """An early stop at a milestone gives the full run's prefix bit for bit, so the ladder may
+    read "500 steps after formation" off a 6000-step run."""
+    from dataclasses import replace
+
+    full = train(ToyConfig(scheme="rope", **{**TINY, "steps": 560}, stop_after_formation=None))
+    assert full.formation_step == 0 and 500 in full.checkpoint_states
+    stopped = train(replace(full.config, stop_after_formation=500))
+    _assert_same_run(full.truncated(500), stopped)
+    assert max(stopped.checkpoint_states) == 500
+    with pytest.raises(QKError, match="keep checkpoints"):
+        full.truncated(300)
+
+
+def test_cache_reads_an_early_stop_off_the_cached_full_run(tmp_path, monkeypatch, forms_at_once):
+    from dataclasses import replace
+
+    from qkcore.models.toy import cache as toycache
+
+    monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path))
+    full_config = ToyConfig(scheme="ape", **{**TINY, "steps": 540}, stop_after_formation=None)
+    stopped_config = replace(full_config, stop_after_formation=500)
+    expected = train(stopped_config)
+    toycache.trained_run(full_config)
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the early stop should be read off the cached full run")
+
+    monkeypatch.setattr(toycache, "train", no_training)
+    _assert_same_run(toycache.trained_run(stopped_config), expected)
+
+
+def test_regimes_name_their_departures_from_the_paper():
+    from qkcore.models.toy.regimes import TOY_REGIMES, toy_regime
+
+    paper = toy_regime("paper")
+    assert paper.departures() == []
+    assert paper.config("ape", 3) == ToyConfig(scheme="ape", seed=3, **PAPER_PROTOCOL)
+    assert "field for field" in paper.describe()
+    cpu = TOY_REGIMES["cpu"]
+    assert cpu.departures() and "outside" in cpu.describe()
+    custom = toy_regime("paper:lr=0.003,stop_after_formation=2000")
+    assert custom.name == "custom" and custom.evidence_prefix == "toy-custom"
+    assert custom.config("rope", 0).lr == 0.003
+    assert custom.departures() == [
+        "lr 0.003 (paper 0.001)",
+        "stop_after_formation 2000 (paper none (runs to its cap))",
+    ]
+    assert toy_regime("cpu:stop_after_formation=none").config("ape", 0).stop_after_formation is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "named"),
+    [
+        ("gpu", "unknown toy regime 'gpu'"),
+        ("cpu:seed=3", "'seed=3' is not 'field=value' for a regime field"),
+        ("cpu:lr", "'lr' is not 'field=value'"),
+        ("cpu:lr=fast", "lr='fast' is not a float"),
+        ("cpu:width=3", "'width=3' is not 'field=value'"),
+    ],
+)
+def test_bad_regime_spec_is_one_clear_error(spec, named):
+    from qkcore.models.toy.regimes import toy_regime
+
+    with pytest.raises(QKError, match=re.escape(named)):
+        toy_regime(spec)

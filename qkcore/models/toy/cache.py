@@ -9,6 +9,11 @@ change to them retrains instead of reusing a stale result. An interrupted run le
 each worker trains the runs its tests ask for, and a file lock stops two workers training the
 same one.
 
+An early-stopped run whose full-length twin (same config, ``stop_after_formation=None``) is
+already cached is read off that twin (:meth:`~qkcore.models.toy.train.TrainedRun.truncated`),
+not trained again: the scale ladder trains each rung once and reads every "steps after
+formation" off it.
+
 Example::
 
     run = trained_run(ToyConfig(scheme="rope", seed=1))
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +32,7 @@ import torch
 from qkcore.diskcache import DiskCache
 from qkcore.errors import QKError
 from qkcore.models.toy.model import ToyConfig
-from qkcore.models.toy.train import TrainedRun, train
+from qkcore.models.toy.train import POST_FORMATION_MILESTONES, TrainedRun, train
 
 __all__ = ["load_tensors", "run_key", "trained_run"]
 
@@ -44,7 +49,12 @@ def run_key(config: ToyConfig, device: str = "cpu") -> str:
 def trained_run(
     config: ToyConfig, *, device: str = "cpu", progress: bool | None = None
 ) -> TrainedRun:
-    """The run for ``config``: from the cache, or trained now and cached."""
+    """The run for ``config``: from the cache (or its cached full-length twin), or trained now
+    and cached."""
+    if config.stop_after_formation in POST_FORMATION_MILESTONES:
+        full = replace(config, stop_after_formation=None)
+        if DiskCache.default().path(run_key(full, device)).exists():
+            return trained_run(full, device=device).truncated(config.stop_after_formation)
 
     def build(tmp: Path) -> None:
         run = train(config, device=device, progress=progress)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from qkcore.models.toy.model import ToyConfig, ToyTransformer
 from qkcore.stats.formation import formation_threshold
 
 __all__ = [
+    "POST_FORMATION_MILESTONES",
     "TrainedRun",
     "checkpoint_steps",
     "evaluate",
@@ -102,6 +103,12 @@ def checkpoint_steps(steps: int) -> list[int]:
     return sorted(x for x in out if x <= steps)
 
 
+#: Steps after formation at which every run keeps a checkpoint. An early-stopped run
+#: (``stop_after_formation = m``, m one of these) is then exactly the prefix of the same run
+#: trained to its cap, so one long run yields the short ones (:meth:`TrainedRun.truncated`).
+POST_FORMATION_MILESTONES = (500, 1000, 2000)
+
+
 @dataclass
 class TrainedRun:
     """A finished run: eval history, checkpoints and final state.
@@ -134,6 +141,42 @@ class TrainedRun:
         model = ToyTransformer(self.config)
         model.load_state_dict(state)
         return model.eval()
+
+    def truncated(self, after_formation: int) -> TrainedRun:
+        """This run as if it had stopped ``after_formation`` steps after formation.
+
+        Equal, tensor for tensor, to training ``replace(config, stop_after_formation=...)``:
+        the loop is the same up to that step and every run keeps a checkpoint there
+        (``after_formation`` must be one of :data:`POST_FORMATION_MILESTONES`). A run that
+        never formed is the same run either way.
+        """
+        if self.config.stop_after_formation is not None:
+            raise QKError(f"run {self.config.label} already stopped early; truncate a full run.")
+        if after_formation not in POST_FORMATION_MILESTONES:
+            raise QKError(
+                f"runs keep checkpoints {POST_FORMATION_MILESTONES} steps after formation; "
+                f"got {after_formation}."
+            )
+        config = replace(self.config, stop_after_formation=after_formation)
+        if math.isnan(self.formation_step):
+            return replace(self, config=config)
+        last = min(self.config.steps, int(self.formation_step) + after_formation)
+        # the stopped loop evaluates at its last step and never trains there: no penalty logged
+        history = [
+            {k: v for k, v in row.items() if not (row["step"] == last and k == "penalty")}
+            for row in self.history
+            if row["step"] <= last
+        ]
+        return TrainedRun(
+            config,
+            history,
+            {s: v for s, v in self.checkpoints.items() if s <= last},
+            self.checkpoint_states[last],
+            self.formation_step,
+            self.seconds * last / max(self.config.steps, 1),
+            {s: v for s, v in self.checkpoint_states.items() if s <= last},
+            self.device,
+        )
 
 
 def learning_rate(config: ToyConfig, step: int) -> float:
@@ -193,6 +236,7 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
                 history.append(row)
                 if math.isnan(formed) and row["ce_pred"] < formation_threshold(config.vocab):
                     formed = float(step)
+                    keep.update(step + m for m in POST_FORMATION_MILESTONES)
                     if config.stop_after_formation is not None:
                         last = min(config.steps, step + config.stop_after_formation)
             if step >= last:
