@@ -73,7 +73,7 @@ HARD_SHARE = 0.01
 
 
 def _is_toy(evidence_set) -> bool:
-    return evidence_set.evidence_id.startswith("toy")
+    return evidence_set.kind == "toy"
 
 
 def _formation(cells: dict) -> dict[str, np.ndarray]:

@@ -378,7 +378,7 @@ class ToyGridEvidence:
         return grid_configs(self.seeds, **_regime(self.regime_spec).overrides)
 
     def grid(self) -> dict:
-        return _toy_grid(self.seeds, self.device, self.regime_spec)
+        return _toy_grid(self)
 
     def build_tasks(self) -> list[BuildTask]:
         if not self.wanted:
@@ -404,11 +404,10 @@ def _regime(spec: str):
 
 
 @cache
-def _toy_grid(seeds: int, device: str, regime_spec: str) -> dict:
+def _toy_grid(evidence: ToyGridEvidence) -> dict:
     from qkcore.analysis.gridruns import toy_grid
-    from qkcore.models.toy.grid import grid_configs
 
-    return toy_grid(grid_configs(seeds, **_regime(regime_spec).overrides), device=device)
+    return toy_grid(evidence.configs(), device=evidence.device)
 
 
 def build_grid_run(config: ToyConfig, device: str) -> None:

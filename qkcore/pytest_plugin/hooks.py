@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict
 
 import pytest
@@ -183,9 +184,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     drift, new = compare_with_baseline(state)
     state_summary = {"drift": drift, "new": new, "baseline": state.baseline_label}
     report_dir = run_report_dir(session.config, state)
-    paths = write_reports(
-        list(state.results.values()), report_dir, state_summary, _toy_regimes(session.config)
-    )
+    results = list(state.results.values())
+    paths = write_reports(results, report_dir, state_summary, _toy_regimes(session.config, results))
     latest = publish_latest(report_dir, state) if state.full_selection else None
     changes = None
     if state.update_baseline and state.baseline_path is not None:
@@ -199,11 +199,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     session.config.stash[_summary_key] = (paths, latest, drift, new, changes)
 
 
-def _toy_regimes(config: pytest.Config) -> dict[str, str]:
+def _toy_regimes(config: pytest.Config, results: Iterable[ClaimResult]) -> dict[str, str]:
+    """``{"toy-cpu": <how the regime departs from the paper>}`` when toys of it were judged."""
     from qkcore.models.toy.regimes import toy_regime
 
     regime = toy_regime(config.getoption("--toy-regime", default="cpu"))
-    return {regime.evidence_prefix: regime.describe()}
+    used = {r.evidence.split(":", 1)[0] for r in results}
+    return {regime.evidence_prefix: regime.describe()} if regime.evidence_prefix in used else {}
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -229,10 +231,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         + ", ".join(f"{totals[v]} {v}" for v in VERDICTS if totals[v])
         + (f" ({details} toy seed rows judged as populations)" if details else "")
     )
-    used = {r.evidence.split(":", 1)[0] for r in state.results.values()}
-    for prefix, line in _toy_regimes(config).items():
-        if prefix in used:
-            tr.write_line(f"toy regime {line}")
+    for line in _toy_regimes(config, state.results.values()).values():
+        tr.write_line(f"toy regime {line}")
     paths, latest, drift, new, changes = config.stash.get(_summary_key, ([], None, [], [], None))
     if drift:
         tr.write_line(f"VERDICT CHANGES against {state.baseline_label} ({len(drift)}):", red=True)

@@ -86,13 +86,12 @@ def write_reports(
 ) -> list[Path]:
     """Write claims.json, claims.md and claims.html into ``out_dir``; returns their paths.
 
-    ``toy_regimes`` maps an evidence prefix (``toy-cpu``) to the line that says how its regime
-    departs from the paper's protocol; every report shows it for the toys it judged.
+    ``toy_regimes`` maps the evidence prefix of the toys judged (``toy-cpu``) to the line that
+    says how their regime departs from the paper's protocol; every report shows it.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = sorted_results(results)
-    used = {r.evidence.split(":", 1)[0] for r in rows}
-    regimes = {prefix: line for prefix, line in (toy_regimes or {}).items() if prefix in used}
+    regimes = toy_regimes or {}
     created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     found = errata(rows)
     payload = {

@@ -39,7 +39,6 @@ class ToyRegime:
 
     name: str
     fields: tuple[tuple[str, object], ...]
-    summary: str = ""
 
     def __post_init__(self) -> None:
         known = {f.name for f in _config_fields()}
@@ -93,17 +92,10 @@ def _show(value: object) -> str:
 
 #: The named regimes. ``cpu`` is the measured CPU default (see the module docstring).
 TOY_REGIMES: dict[str, ToyRegime] = {
-    "cpu": ToyRegime(
-        "cpu",
-        (),
-        "CPU default: d 64, d_k 16, sequences of 128, batch 32, lr 1e-2 after 100 warm-up steps, "
-        "stopped 500 steps after formation",
-    ),
-    "paper": ToyRegime(
-        "paper",
-        tuple(PAPER_PROTOCOL.items()),
-        "the paper's §10 protocol (GPU-sized; ~30 min of one CPU core per run)",
-    ),
+    # ToyConfig's defaults: d 64, d_k 16, sequences of 128, batch 32, lr 1e-2 after 100 warm-up
+    # steps, stopped 500 steps after formation
+    "cpu": ToyRegime("cpu", ()),
+    "paper": ToyRegime("paper", tuple(PAPER_PROTOCOL.items())),
 }
 
 
@@ -130,7 +122,7 @@ def toy_regime(spec: str) -> ToyRegime:
                 f"({settable})."
             )
         updated[key] = _parse(key, text.strip(), str(types[key]), spec)
-    return ToyRegime("custom", tuple(sorted(updated.items())), f"{name} with {changes}")
+    return ToyRegime("custom", tuple(sorted(updated.items())))
 
 
 def _parse(key: str, text: str, annotation: str, spec: str) -> object:
