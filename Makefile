@@ -45,9 +45,13 @@ test: install
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests - the suite is broken"; exit 1; fi; \
 	exit $$rc
 
-# The §10 grid on toys (5 arms x 5 seeds, trained here and cached): its claims, opt-in.
+# The §10 grid on toys (5 arms x 5 seeds, trained here and cached): its claims, opt-in. In the
+# paper's regime by default: the cpu regime's RoPE constrained arms never form (README).
+TOY_REGIME ?= paper
+DEVICE ?= cpu
 grid: install
-	@$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider --toy-grid -k "grid"; rc=$$?; \
+	@$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider --toy-grid \
+		--toy-regime "$(TOY_REGIME)" --device $(DEVICE) -k "grid"; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make grid: pytest collected no grid tests - the suite is broken"; exit 1; fi; \
 	exit $$rc
 

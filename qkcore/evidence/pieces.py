@@ -372,6 +372,15 @@ class ToyGridEvidence:
     def evidence_id(self) -> str:
         return f"{self.regime}:grid-n{self.seeds}"
 
+    @property
+    def left_out(self) -> dict[str, str]:
+        """Arms this regime leaves to the paper's scale, each with the measurement why."""
+        return dict(_regime(self.regime_spec).grid_left_out)
+
+    @property
+    def left_out_measured_by(self) -> str:
+        return _regime(self.regime_spec).grid_measured_by
+
     def configs(self) -> dict[str, list[ToyConfig]]:
         from qkcore.models.toy.grid import grid_configs
 
@@ -381,7 +390,7 @@ class ToyGridEvidence:
         return _toy_grid(self)
 
     def build_tasks(self) -> list[BuildTask]:
-        if not self.wanted:
+        if not self.wanted or self.left_out:  # skipped: see _toy_grid_param
             return []
         return [
             BuildTask(

@@ -111,3 +111,28 @@ def test_collected_ids_name_the_pieces_to_build():
     ]
     only_rope = pieces_for_ids(ids[:1], options)
     assert [p.evidence_id for p in only_rope] == ["toy-cpu:rope-s1"]  # not rope-s10 or others
+
+
+def test_a_grid_arm_left_to_paper_scale_skips_the_grid_and_trains_nothing():
+    from qkcore.evidence.options import EvidenceOptions
+    from qkcore.evidence.params import SET_KINDS
+
+    def grid_param(**options):
+        param = SET_KINDS["toy-grid"](EvidenceOptions(**options))
+        skips = [m.kwargs["reason"] for m in param.marks if m.name == "skip"]
+        return param.values[0], skips
+
+    cpu, skips = grid_param(toy_grid=True)
+    assert sorted(cpu.left_out) == ["ape-sym", "rope-imag", "rope-sym"]
+    assert cpu.build_tasks() == []
+    (reason,) = skips
+    assert reason.startswith("toy-cpu: the §10 grid is paper-scale only")
+    assert "rope-imag formed in 0 of 5 seeds" in reason and "--toy-regime paper" in reason
+    # the paper's regime and an unmeasured changed regime train every arm of the grid
+    for regime in ("paper", "cpu:lr=0.003"):
+        grid, skips = grid_param(toy_grid=True, toy_regime=regime)
+        assert skips == [] and grid.left_out == {}
+        assert len(grid.build_tasks()) == 25
+    # not asked for: the opt-in reason, not the regime's
+    _, (reason,) = grid_param()
+    assert reason.startswith("the toy grid is opt-in")

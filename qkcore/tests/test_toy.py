@@ -295,3 +295,10 @@ def test_bad_regime_spec_is_one_clear_error(spec, named):
 
     with pytest.raises(QKError, match=re.escape(named)):
         toy_regime(spec)
+
+
+def test_a_regime_can_leave_only_grid_arms_out():
+    from qkcore.models.toy.regimes import ToyRegime
+
+    with pytest.raises(QKError, match="'rope-free2' is not a grid arm"):
+        ToyRegime("odd", (), grid_left_out=(("rope-free2", "never formed"),))
