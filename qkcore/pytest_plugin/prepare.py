@@ -35,11 +35,13 @@ def pieces_for_ids(ids: Iterable[str], options: EvidenceOptions) -> list:
     for builder in KINDS.values():
         for param in builder(options, {}):
             piece = param.values[0]
-            by_id.setdefault(getattr(piece, "evidence_id", param.id), piece)
+            # a skipped parameter may hold a bare EvidenceRef (paper:unavailable): nothing to build
+            if hasattr(piece, "build_tasks"):
+                by_id.setdefault(getattr(piece, "evidence_id", param.id), piece)
     for builder in SET_KINDS.values():
-        param = builder(options)
-        if param.values[0] is not None:
-            by_id.setdefault(param.values[0].evidence_id, param.values[0])
+        piece = builder(options).values[0]
+        if hasattr(piece, "build_tasks"):
+            by_id.setdefault(piece.evidence_id, piece)
     wanted = []
     for node_id in ids:
         match = _PARAM_ID.search(node_id)

@@ -136,3 +136,18 @@ def test_a_grid_arm_left_to_paper_scale_skips_the_grid_and_trains_nothing():
     # not asked for: the opt-in reason, not the regime's
     _, (reason,) = grid_param()
     assert reason.startswith("the toy grid is opt-in")
+
+
+def test_ids_of_skipped_evidence_without_a_piece_name_nothing_to_build():
+    """Without the paper's tables the paper rows are one skipped ``paper:unavailable`` parameter
+    holding a bare reference; the xdist preparation reads it by id and must pass it over."""
+    from qkcore.evidence.options import EvidenceOptions
+    from qkcore.pytest_plugin.prepare import pieces_for_ids
+
+    ids = [
+        "claims/test_a.py::test_x[paper:unavailable]",
+        "claims/test_a.py::test_x[paper:all-models]",
+        "claims/test_a.py::test_x[toy-cpu:ape-s0]",
+    ]
+    pieces = pieces_for_ids(ids, EvidenceOptions(paper_data=None, toy_seeds=1))
+    assert [p.evidence_id for p in pieces] == ["toy-cpu:ape-s0"]
