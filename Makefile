@@ -46,7 +46,7 @@ test: install
 	exit $$rc
 
 # The §10 grid on toys (5 arms x 5 seeds, trained here and cached): its claims, opt-in. In the
-# paper's regime by default: the cpu regime's RoPE constrained arms never form (README).
+# paper's regime by default: the cpu regime's constrained arms do not form as the paper's (README).
 TOY_REGIME ?= paper
 DEVICE ?= cpu
 grid: install

@@ -152,7 +152,7 @@ OPTIONS: dict[str, list[tuple[str, dict[str, Any]]]] = {
             dict(
                 action="store_true",
                 help="train (or read from the cache) the §10 grid on toys: 5 arms x 5 seeds "
-                "(toy-<regime>:grid-n5 evidence), off by default; the cpu regime leaves its RoPE "
+                "(toy-<regime>:grid-n5 evidence), off by default; the cpu regime leaves its "
                 "constrained arms to paper scale, so use it with --toy-regime paper (~9 h on 2 "
                 "CPU cores; --device cuda on a GPU)",
             ),
