@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,9 +52,12 @@ __all__ = [
 TOY_SCHEMES = ("ape", "rope", "alibi")
 
 
-@cache
 def paper_data(option: str | None) -> tuple[PaperData | None, str]:
-    """The released tables (``None`` when absent) and, then, the reason why."""
+    """The released tables (``None`` when absent) and, then, the reason why.
+
+    ``$QK_PAPER_DATA`` is read on every call and the tables are cached by the folder it
+    resolves to, so a changed environment is never answered from an earlier call.
+    """
     try:
         root = resolve_paper_data(option)
     except QKError as exc:
@@ -64,7 +68,12 @@ def paper_data(option: str | None) -> tuple[PaperData | None, str]:
             "of the released tables (make sets it to ../shared/paper-data; "
             "python -m qkcore.evidence.fetch gets them)"
         )
-    return PaperData.discover(root), ""
+    return _discover(root), ""
+
+
+@cache
+def _discover(root: Path) -> PaperData:
+    return PaperData.discover(root)
 
 
 def _skipped(value: Any, evidence_id: str, kind: str, reason: str) -> Any:

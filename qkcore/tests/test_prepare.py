@@ -138,9 +138,11 @@ def test_a_grid_arm_left_to_paper_scale_skips_the_grid_and_trains_nothing():
     assert reason.startswith("the toy grid is opt-in")
 
 
-def test_ids_of_skipped_evidence_without_a_piece_name_nothing_to_build():
+def test_ids_of_skipped_evidence_without_a_piece_name_nothing_to_build(monkeypatch):
     """Without the paper's tables the paper rows are one skipped ``paper:unavailable`` parameter
     holding a bare reference; the xdist preparation reads it by id and must pass it over."""
+    # CI exports the tables' folder; this test is about a machine that has none
+    monkeypatch.delenv("QK_PAPER_DATA", raising=False)
     from qkcore.evidence.options import EvidenceOptions
     from qkcore.pytest_plugin.prepare import pieces_for_ids
 

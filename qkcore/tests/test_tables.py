@@ -102,6 +102,19 @@ def test_resolve_paper_data(monkeypatch, data_dir: Path, tmp_path: Path):
         resolve_paper_data(str(tmp_path / "nowhere"))
 
 
+def test_the_evidence_tables_follow_the_environment_from_call_to_call(monkeypatch, data_dir: Path):
+    """The tables are cached by folder, not by option: unsetting ``$QK_PAPER_DATA`` after a
+    call that found them gives the not-given reason, not the earlier tables."""
+    from qkcore.evidence.params import paper_data
+
+    monkeypatch.setenv("QK_PAPER_DATA", str(data_dir))
+    found, reason = paper_data(None)
+    assert found is not None and reason == ""
+    monkeypatch.delenv("QK_PAPER_DATA")
+    absent, reason = paper_data(None)
+    assert absent is None and reason.startswith("paper data not given")
+
+
 @pytest.mark.parametrize(
     ("name", "scheme"),
     [
