@@ -5,8 +5,8 @@ given a ``MANIFEST.json`` (sha256 of every file), then renamed into place in one
 lock serialises builders of the same key, so two xdist workers never build it twice; readers
 verify the manifest, so a damaged entry is reported instead of used.
 
-``<code>`` is :func:`code_digest` - the whole qkcore source and the versions of the packages
-that shape numbers - appended by the cache itself, so no entry can outlive the code that
+``<code>`` is :func:`code_digest` - the qkcore source that computes (all but the tests and the
+pytest plugin, which only judge) and the versions of the packages that shape numbers - appended by the cache itself, so no entry can outlive the code that
 computed it and no caller can forget to say which code that was.
 
 The root is ``$QK_CACHE_DIR``, else ``~/.cache/qkcore`` - outside the repository.
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_ENV",
+    "NOT_COMPUTING",
     "NUMERIC_PACKAGES",
     "DiskCache",
     "cached_frame",
@@ -168,13 +169,19 @@ NUMERIC_PACKAGES = (
 )
 
 
+#: Folders of the package whose code judges or checks what entries hold but computes none of
+#: them: the tests, and the pytest plugin (verdicts, baseline, reports). Editing them keeps the
+#: cache, so a change to how a verdict is judged re-judges the same numbers.
+NOT_COMPUTING = ("tests", "pytest_plugin")
+
+
 def package_digest(root: Path) -> str:
     """sha256 of every ``.py`` file under a package folder (path and bytes, in sorted order),
-    its ``tests/`` folders left out: tests check the code, they do not compute entries."""
+    the folders of :data:`NOT_COMPUTING` left out."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
-        if "tests" in relative.parts[:-1]:
+        if any(part in NOT_COMPUTING for part in relative.parts[:-1]):
             continue
         digest.update(relative.as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
@@ -196,11 +203,11 @@ def package_versions() -> str:
 
 @functools.cache
 def code_digest() -> str:
-    """16 hex digits naming the code behind every cache entry: the whole ``qkcore`` source
-    (:func:`package_digest`) and the versions of the packages that shape numbers.
+    """16 hex digits naming the code behind every cache entry: the ``qkcore`` source that
+    computes (:func:`package_digest`) and the versions of the packages that shape numbers.
 
     One rule for every cache (tables, toy runs, histories, dequantized models): editing any
-    module of the library, or upgrading torch, rebuilds what depends on it, so no entry
+    module that computes, or upgrading torch, rebuilds what depends on it, so no entry
     computed by other code is ever reused. The price is a cold cache after every change.
     """
     payload = package_digest(Path(__file__).parent) + package_versions()

@@ -23,7 +23,11 @@ def package_copy(tmp_path_factory) -> Path:
 
 
 def _library_modules(root: Path) -> list[Path]:
-    return [p for p in sorted(root.rglob("*.py")) if "tests" not in p.relative_to(root).parts]
+    return [
+        p
+        for p in sorted(root.rglob("*.py"))
+        if not set(p.relative_to(root).parts) & set(diskcache.NOT_COMPUTING)
+    ]
 
 
 def test_editing_any_library_module_changes_the_digest(package_copy):
@@ -58,15 +62,28 @@ def test_adding_or_renaming_a_module_changes_the_digest(package_copy):
         renamed.rename(spectra)
 
 
-def test_tests_do_not_name_the_code(package_copy):
+@pytest.mark.parametrize("module", ["tests/test_spectra.py", "pytest_plugin/baseline.py"])
+def test_code_that_only_judges_does_not_name_the_code(package_copy, module):
+    """Tests and the plugin read entries and judge them; editing them must keep the cache."""
     base = package_digest(package_copy)
-    test = package_copy / "tests" / "test_spectra.py"
-    original = test.read_bytes()
-    test.write_bytes(original + b"\n# an edit\n")
+    path = package_copy / module
+    original = path.read_bytes()
+    path.write_bytes(original + b"\n# an edit\n")
     try:
         assert package_digest(package_copy) == base
     finally:
-        test.write_bytes(original)
+        path.write_bytes(original)
+
+
+def test_the_plugin_is_imported_by_no_module_that_computes():
+    """What the digest leaves out must not shape an entry: no computing module imports it."""
+    for module in _library_modules(PACKAGE):
+        imports = [
+            line
+            for line in module.read_text().splitlines()
+            if line.lstrip().startswith(("import ", "from ")) and "pytest_plugin" in line
+        ]
+        assert not imports, (module.relative_to(PACKAGE), imports)
 
 
 def test_every_entry_path_carries_the_code_digest(tmp_path, monkeypatch):
