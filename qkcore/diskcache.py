@@ -6,8 +6,9 @@ lock serialises builders of the same key, so two xdist workers never build it tw
 verify the manifest, so a damaged entry is reported instead of used.
 
 ``<code>`` is :func:`code_digest` - the qkcore source that computes (all but the tests and the
-pytest plugin, which only judge) and the versions of the packages that shape numbers - appended by the cache itself, so no entry can outlive the code that
-computed it and no caller can forget to say which code that was.
+pytest plugin, which only judge) and the versions of the packages that shape numbers - appended
+by the cache itself, so no entry can outlive the code that computed it and no caller can forget
+to say which code that was.
 
 The root is ``$QK_CACHE_DIR``, else ``~/.cache/qkcore`` - outside the repository.
 
