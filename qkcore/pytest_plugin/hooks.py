@@ -23,11 +23,14 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
 from qkcore.evidence.refs import EVIDENCE_KINDS, SCHEME_FAMILIES
 from qkcore.pytest_plugin.baseline import DECIDED, VERDICTS, write_baseline
+from qkcore.pytest_plugin.compare import CompareError, load_run, write_comparison
+from qkcore.pytest_plugin.drift import Drift
 from qkcore.pytest_plugin.findings import claim_key
 from qkcore.pytest_plugin.populations import add_populations, seed_of
 from qkcore.pytest_plugin.prepare import PreparePhase
@@ -40,8 +43,11 @@ from qkcore.pytest_plugin.session import (
     SessionState,
     compare_with_baseline,
     evidence_id,
+    fails_the_run,
+    judged_rows,
     phase_verdict,
 )
+from qkcore.pytest_plugin.terminal import write_drift
 
 __all__ = [
     "claim_record",
@@ -93,6 +99,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="processes of the preparation phase (default 2: this project's machines' cores)",
     )
     group.addoption(
+        "--claims-drift",
+        choices=("verdicts", "numbers"),
+        default="verdicts",
+        help="what fails the run against the baseline: verdicts (default; a toy population "
+        "only when its seed counts differ beyond chance) or numbers (also any paper or weights "
+        "check value that moved beyond its rounding tolerance)",
+    )
+    group.addoption(
+        "--claims-compare",
+        default=None,
+        metavar="OTHER/claims.json",
+        help="compare this run with another run's claims.json row by row and write "
+        "comparison.md beside this run's report (the same as qk-claims-compare OTHER NEW)",
+    )
+    group.addoption(
         "--claims-report-latest",
         action="store_true",
         help="make this run reports/latest even when it selects only part of the suite",
@@ -107,6 +128,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{kind}: evidence of kind '{kind}' (qkcore plugin)")
     for scheme in SCHEME_FAMILIES:
         config.addinivalue_line("markers", f"{scheme}: evidence with positional scheme {scheme}")
+    other = config.getoption("--claims-compare", None)
+    if other and not hasattr(config, "workerinput"):
+        try:
+            load_run(Path(other))
+        except CompareError as exc:
+            raise pytest.UsageError(f"--claims-compare: {exc}") from None
     state = SessionState.from_config(config)
     config.stash[_state_key] = state
     config.pluginmanager.register(ClaimsSession(state), "qk-claims-session")
@@ -181,22 +208,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state.is_worker or not state.results:
         return
     state.results.update(add_populations(state.results))
-    drift, new = compare_with_baseline(state)
-    state_summary = {"drift": drift, "new": new, "baseline": state.baseline_label}
+    drift = compare_with_baseline(state)
+    state_summary = drift.to_json() | {"baseline": state.baseline_label}
     report_dir = run_report_dir(session.config, state)
     results = list(state.results.values())
     paths = write_reports(results, report_dir, state_summary, _toy_regimes(session.config, results))
+    other = session.config.getoption("--claims-compare", None)
+    if other:
+        paths.append(write_comparison(Path(other), paths[0], report_dir / "comparison.md"))
     latest = publish_latest(report_dir, state) if state.full_selection else None
     changes = None
     if state.update_baseline and state.baseline_path is not None:
-        changes = write_baseline(
-            state.baseline_path,
-            state.baseline,
-            {nodeid: r.verdict for nodeid, r in state.results.items() if not r.is_detail},
-        )
-    elif drift and session.exitstatus == 0:
+        changes = write_baseline(state.baseline_path, state.baseline, judged_rows(state))
+    elif fails_the_run(state, drift) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    session.config.stash[_summary_key] = (paths, latest, drift, new, changes)
+    session.config.stash[_summary_key] = (paths, latest, drift, changes)
 
 
 def _toy_regimes(config: pytest.Config, results: Iterable[ClaimResult]) -> dict[str, str]:
@@ -233,12 +259,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     )
     for line in _toy_regimes(config, state.results.values()).values():
         tr.write_line(f"toy regime {line}")
-    paths, latest, drift, new, changes = config.stash.get(_summary_key, ([], None, [], [], None))
-    if drift:
-        tr.write_line(f"VERDICT CHANGES against {state.baseline_label} ({len(drift)}):", red=True)
-        for change in drift:
-            tr.write_line(f"  {change['nodeid']}: {change['baseline']} -> {change['now']}")
-        tr.write_line("  accept them with --claims-update-baseline if they are expected")
+    paths, latest, drift, changes = config.stash.get(_summary_key, ([], None, Drift(), None))
+    write_drift(tr, drift, state)
+    new = drift.new
     if new:
         tr.write_line(f"new claim tests not in {state.baseline_label}: {len(new)}", yellow=True)
         for nodeid in new[:20]:
@@ -268,6 +291,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     where = paths[0].parent if paths else None
     if where is not None:
         tr.write_line(f"report: {where}/claims.md (and claims.html, claims.json)")
+    if any(p.name == "comparison.md" for p in paths):
+        tr.write_line(f"comparison: {where}/comparison.md")
     if latest is not None:
         tr.write_line(f"latest: {latest}/claims.md")
     elif where is not None:

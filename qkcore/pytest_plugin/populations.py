@@ -132,6 +132,7 @@ def add_populations(results: dict[str, ClaimResult]) -> dict[str, ClaimResult]:
         for row in rows:
             row.population = nodeid
         first = rows[0]
+        told = Counter(r.verdict or "error" for r in rows)
         populations[nodeid] = ClaimResult(
             nodeid=nodeid,
             claim=first.claim,
@@ -154,5 +155,6 @@ def add_populations(results: dict[str, ClaimResult]) -> dict[str, ClaimResult]:
             ],
             notes=["Judged as a population of seeds (qkcore.pytest_plugin.populations)."],
             docstring=first.docstring,
+            seeds={v: told[v] for v in ("supported", "refuted", "inconclusive", "not-applicable")},
         )
     return populations

@@ -88,6 +88,31 @@ def render_html(
             for c in baseline["drift"]
         ]
         parts.append("</ul>")
+    if baseline.get("unstable"):
+        parts.append(
+            "<h2>Unstable populations (not changes)</h2><p>The verdict moved, but the seed "
+            "counts do not differ beyond chance: the population sits at its decision cut.</p><ul>"
+        )
+        parts += [
+            f"<li><code>{esc(c['nodeid'])}</code>: {esc(c['baseline'])} &rarr; "
+            f"{esc(c['now'])} (p = {c['p']:.2g})</li>"
+            for c in baseline["unstable"]
+        ]
+        parts.append("</ul>")
+    if baseline.get("numbers"):
+        parts.append(
+            "<h2>Numbers that moved beyond their rounding tolerance</h2><table><tr><th>claim"
+            "</th><th>evidence</th><th>check</th><th>old</th><th>new</th><th>relative</th>"
+            "<th>verdict</th></tr>"
+        )
+        parts += [
+            f"<tr><td>{esc(m['claim'])}</td><td>{esc(m['evidence'])}</td>"
+            f"<td>{esc(m['check'])}</td><td>{esc(str(m['old']))}</td>"
+            f"<td>{esc(str(m['new']))}</td><td>{esc(str(m['relative']))}</td>"
+            f"<td>{esc(m['old_verdict'])} &rarr; {esc(m['new_verdict'])}</td></tr>"
+            for m in baseline["numbers"]
+        ]
+        parts.append("</table>")
     parts.append(
         "<h2>Which claims hold</h2><table><tr><th>claim</th><th>statement</th>"
         "<th>paper data</th><th>recomputed weights</th><th>toys</th><th>other</th></tr>"

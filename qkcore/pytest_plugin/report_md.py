@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from qkcore.pytest_plugin.compare import drift_markdown
 from qkcore.pytest_plugin.findings import (
     RULES,
     VERDICT_ORDER,
@@ -50,10 +51,9 @@ def render_markdown(
     ]
     for line in (toy_regimes or {}).values():
         head += [f"**Toy regime** {line}. Toy verdicts are about toys trained so.", ""]
-    if baseline.get("drift"):
-        head += [f"**Verdict changes against {baseline['baseline']}:**", ""]
-        head += [f"- `{c['nodeid']}`: {c['baseline']} -> **{c['now']}**" for c in baseline["drift"]]
-        head.append("")
+    moved = drift_markdown(baseline, baseline.get("baseline", "the baseline"))
+    if moved:
+        head += ["## What moved against the baseline", "", *moved]
     head += [
         "## Which claims hold",
         "",

@@ -46,6 +46,9 @@ class ClaimResult:
     docstring: str = ""
     #: for a toy seed's row: the node id of the population row that judges it (a detail)
     population: str = ""
+    #: for a population row: how many seeds gave each decided verdict
+    #: (``{"supported": k, "refuted": k, "inconclusive": k, "not-applicable": k}``)
+    seeds: dict[str, int] | None = None
 
     @property
     def is_detail(self) -> bool:

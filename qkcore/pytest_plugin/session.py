@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from qkcore.errors import ForwardUnavailable
-from qkcore.pytest_plugin.baseline import read_baseline
+from qkcore.pytest_plugin.baseline import Baseline, read_baseline
 from qkcore.pytest_plugin.checks import verdict_of
+from qkcore.pytest_plugin.drift import Drift, RowRecord, compare_rows
 from qkcore.pytest_plugin.recorder import ClaimRecorder
 from qkcore.pytest_plugin.result import ClaimResult
 
@@ -31,7 +32,9 @@ __all__ = [
     "SessionState",
     "compare_with_baseline",
     "evidence_id",
+    "fails_the_run",
     "is_full_selection",
+    "judged_rows",
     "merge_phase",
     "phase_verdict",
 ]
@@ -58,8 +61,10 @@ class SessionState:
     check_baseline: bool
     update_baseline: bool
     baseline_path: Path | None
-    baseline: dict[str, str]
+    baseline: Baseline
     report_dir: Path | None  # None: reports/runs/<stamp>/ (report.run_report_dir)
+    #: "numbers": deterministic values beyond their tolerance fail the run, not only verdicts
+    drift_mode: str = "verdicts"
     full_selection: bool = False
     results: dict[str, ClaimResult] = field(default_factory=dict)
     is_worker: bool = False
@@ -80,7 +85,7 @@ class SessionState:
         update = bool(config.getoption("--claims-update-baseline", False))
         explicit = option != "reports/baseline.json"
         path = None if option.lower() == "none" else (rootdir / option).resolve()
-        baseline = read_baseline(path, must_exist=explicit and not update) if path else {}
+        baseline = read_baseline(path, must_exist=explicit and not update) if path else Baseline()
         report_dir = config.getoption("--claims-report-dir", None)
         return cls(
             rootdir=rootdir,
@@ -89,6 +94,7 @@ class SessionState:
             baseline_path=path,
             baseline=baseline,
             report_dir=(rootdir / report_dir) if report_dir else None,
+            drift_mode=str(config.getoption("--claims-drift", "verdicts")),
             full_selection=bool(config.getoption("--claims-report-latest", False))
             or is_full_selection(config),
             is_worker=hasattr(config, "workerinput"),
@@ -221,22 +227,26 @@ def merge_phase(results: dict[str, ClaimResult], phase: ClaimResult) -> None:
         result.verdict, result.reason = phase.verdict, phase.reason
 
 
-def compare_with_baseline(state: SessionState) -> tuple[list[dict], list[str]]:
-    """Verdict changes against the baseline (skips never count: evidence depends on the
-    machine) and the node ids the baseline does not know."""
-    drift, new = [], []
+def judged_rows(state: SessionState) -> dict[str, RowRecord]:
+    """This run's rows that carry a verdict (toy seeds are judged through their populations)."""
+    return {
+        nodeid: RowRecord.from_result(result)
+        for nodeid, result in state.results.items()
+        if not result.is_detail
+    }
+
+
+def compare_with_baseline(state: SessionState) -> Drift:
+    """What moved against the baseline (:mod:`~qkcore.pytest_plugin.drift`; skips never
+    count: which evidence is present depends on the machine)."""
     if not state.check_baseline:
-        return drift, new
-    for nodeid, result in sorted(state.results.items()):
-        if result.is_detail:
-            continue
-        verdict = result.verdict
-        expected = state.baseline.get(nodeid)
-        if expected is None:
-            if verdict != "skipped":
-                new.append(nodeid)
-            continue
-        if "skipped" in (verdict, expected) or verdict == expected:
-            continue
-        drift.append({"nodeid": nodeid, "baseline": expected, "now": verdict})
-    return drift, new
+        return Drift()
+    drift = compare_rows(state.baseline.records(), judged_rows(state))
+    drift.missing = []  # rows this run did not select are not missing
+    return drift
+
+
+def fails_the_run(state: SessionState, drift: Drift) -> bool:
+    """Red: a verdict change (populations: counts beyond chance), and under
+    ``--claims-drift=numbers`` a deterministic value beyond its tolerance."""
+    return bool(drift.changes) or (state.drift_mode == "numbers" and bool(drift.numbers))

@@ -1,0 +1,270 @@
+"""Two runs compared row by row, as markdown fit for a pull-request comment.
+
+The model-update workflow: run the claims on two revisions or quantizations of a model, or
+under two library versions, and compare the two ``claims.json``::
+
+    qk-claims-compare old/claims.json new/claims.json -o comparison.md
+    qk-claims-compare a/claims.json b/claims.json --pair weights:model-q4=weights:model-f16
+
+Rows are matched by test and evidence; ``--pair OLD=NEW`` matches evidence that is named
+differently in the two runs (``--model A`` against ``--model B``), and when each run has
+exactly one ``weights:`` model the other lacks, the two are paired without being told. The
+rules are the baseline's (:mod:`~qkcore.pytest_plugin.drift`). Summary first; the text stays
+under :data:`COMPARISON_LIMIT` characters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from qkcore.pytest_plugin.drift import TOLERANCES, Drift, RowRecord, compare_rows
+
+__all__ = [
+    "COMPARISON_LIMIT",
+    "CompareError",
+    "compare_runs",
+    "drift_markdown",
+    "load_run",
+    "main",
+    "render_comparison",
+    "write_comparison",
+]
+
+#: A pull-request comment holds 65,536 characters; stay well below.
+COMPARISON_LIMIT = 60_000
+_ROWS_SHOWN = 200
+
+
+class CompareError(ValueError):
+    """A run that cannot be compared (missing, not a claims report, a bad --pair)."""
+
+
+def load_run(path: Path) -> dict[str, RowRecord]:
+    """``{node id: row}`` of a claims.json, toy seed rows left out (their population judges)."""
+    if path.is_dir():
+        path = path / "claims.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CompareError(
+            f"cannot read the claims report {path} ({exc}): give the claims.json a run wrote "
+            "(reports/latest/claims.json, or a folder under reports/runs/)"
+        ) from None
+    if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("qk-claims/"):
+        raise CompareError(
+            f"{path} is not a claims report (no 'qk-claims/N' schema): give the claims.json a "
+            "run wrote"
+        )
+    return {
+        r["nodeid"]: RowRecord.from_json(r)
+        for r in data.get("results", [])
+        if not r.get("population")
+    }
+
+
+def _pairs(old: dict[str, RowRecord], new: dict[str, RowRecord], given: Sequence[str]):
+    pairs: dict[str, str] = {}
+    for text in given:
+        if "=" not in text:
+            raise CompareError(
+                f"--pair takes OLD=NEW evidence ids (weights:a=weights:b); got {text!r}"
+            )
+        before, after = text.split("=", 1)
+        pairs[before.strip()] = after.strip()
+    if not pairs:
+        old_models = {r.evidence for r in old.values() if r.kind == "weights"}
+        new_models = {r.evidence for r in new.values() if r.kind == "weights"}
+        only_old, only_new = old_models - new_models, new_models - old_models
+        if len(only_old) == 1 and len(only_new) == 1:
+            pairs[only_old.pop()] = only_new.pop()
+    return pairs
+
+
+def compare_runs(
+    old: dict[str, RowRecord], new: dict[str, RowRecord], pairs: Sequence[str] = ()
+) -> tuple[Drift, dict[str, str]]:
+    """The drift from ``old`` to ``new``, with the evidence pairs used to match rows."""
+    paired = _pairs(old, new, pairs)
+    renamed: dict[str, RowRecord] = {}
+    for nodeid, row in old.items():
+        target = paired.get(row.evidence)
+        key = nodeid.replace(f"[{row.evidence}]", f"[{target}]") if target else nodeid
+        renamed[key] = row
+    return compare_rows(renamed, new), paired
+
+
+def _value(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return str(x)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _seeds(seeds: dict[str, int] | None) -> str:
+    if not seeds:
+        return "-"
+    n = sum(seeds.values())
+    return f"{seeds.get('supported', 0)} supp / {seeds.get('refuted', 0)} ref of {n}"
+
+
+def drift_markdown(summary: dict[str, Any], against: str) -> list[str]:
+    """Markdown sections for a drift summary (:meth:`Drift.to_json`): changes, unstable
+    populations, numbers that moved. Empty sections are left out."""
+    out: list[str] = []
+    changes, unstable = summary.get("drift") or [], summary.get("unstable") or []
+    numbers = summary.get("numbers") or []
+    if changes:
+        out += [f"### Verdict changes against {against} ({len(changes)})", ""]
+        out += ["| row | old | new | seeds old -> new | p | note |", "|---|---|---|---|---|---|"]
+        for c in changes[:_ROWS_SHOWN]:
+            p = f"{c['p']:.2g}" if c.get("p") is not None else "-"
+            seeds = f"{_seeds(c.get('baseline_seeds'))} -> {_seeds(c.get('now_seeds'))}"
+            out.append(
+                f"| `{_cell(c['nodeid'])}` | {c['baseline']} | **{c['now']}** | "
+                f"{seeds if c.get('now_seeds') else '-'} | {p} | {_cell(c.get('note', ''))} |"
+            )
+        out.append("")
+    if unstable:
+        out += [
+            f"### Unstable: the population sits at the decision cut ({len(unstable)})",
+            "",
+            "The verdict moved, but the seed counts do not differ beyond chance (exact test, "
+            "alpha 0.01): not a change.",
+            "",
+            "| row | old | new | seeds old -> new | p |",
+            "|---|---|---|---|---|",
+        ]
+        for c in unstable[:_ROWS_SHOWN]:
+            seeds = f"{_seeds(c.get('baseline_seeds'))} -> {_seeds(c.get('now_seeds'))}"
+            out.append(
+                f"| `{_cell(c['nodeid'])}` | {c['baseline']} | {c['now']} | {seeds} | "
+                f"{c['p']:.2g} |"
+            )
+        out.append("")
+    if summary.get("numbers_compared"):
+        out += [
+            f"### Numbers that moved ({len(numbers)} beyond tolerance, "
+            f"{summary.get('numbers_within', 0)} within, of {summary['numbers_compared']} "
+            "deterministic check values)",
+            "",
+        ]
+        if numbers:
+            out += [
+                "| claim | evidence | check | old | new | relative change | tolerance | verdict |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            ordered = sorted(numbers, key=lambda m: -(m.get("relative") or float("inf")))
+            for m in ordered[:_ROWS_SHOWN]:
+                relative = f"{m['relative']:.2g}" if m.get("relative") is not None else "n/a"
+                tol = f"{m['tolerance']:.2g}" if m.get("tolerance") is not None else "-"
+                verdict = (
+                    f"**{m['old_verdict']} -> {m['new_verdict']}**"
+                    if m.get("verdict_moved")
+                    else m["new_verdict"]
+                )
+                out.append(
+                    f"| {m['claim']} | {m['evidence']} | {_cell(m['check'])} | "
+                    f"{_value(m['old'])} | {_value(m['new'])} | {relative} | {tol} | {verdict} |"
+                )
+            if len(ordered) > _ROWS_SHOWN:
+                more = len(ordered) - _ROWS_SHOWN
+                out.append(f"| ... {more} more in claims.json | | | | | | | |")
+            out.append("")
+    if summary.get("populations_compared"):
+        out += [f"Toy populations: {summary.get('multiplicity', '')}.", ""]
+    return out
+
+
+def render_comparison(
+    drift: Drift, old_label: str, new_label: str, pairs: dict[str, str] | None = None
+) -> str:
+    """The comparison as markdown, summary first, under :data:`COMPARISON_LIMIT` characters."""
+    summary = drift.to_json()
+    head = [
+        "# Claims comparison",
+        "",
+        f"`{old_label}` -> `{new_label}`",
+        "",
+        f"- **{len(drift.changes)}** verdict changes, **{len(drift.unstable)}** unstable "
+        f"populations (not changes), **{len(drift.numbers)}** deterministic values beyond "
+        f"their rounding tolerance ({drift.numbers_within} moved within it, "
+        f"{drift.numbers_compared} compared)",
+        f"- rows only in the old run: {len(drift.missing)}; only in the new run: {len(drift.new)}",
+    ]
+    for before, after in (pairs or {}).items():
+        head.append(f"- evidence paired: `{before}` -> `{after}`")
+    head += [
+        "- tolerances: "
+        + "; ".join(f"{kind} {t.rtol:.2g} relative" for kind, t in TOLERANCES.items()),
+        "",
+    ]
+    body = drift_markdown(summary, old_label)
+    text = "\n".join(head + body)
+    if len(text) > COMPARISON_LIMIT:
+        kept, used = [], len("\n".join(head))
+        for line in body:
+            if used + len(line) + 200 > COMPARISON_LIMIT:
+                break
+            kept.append(line)
+            used += len(line) + 1
+        kept += ["", f"... cut at {COMPARISON_LIMIT} characters: every row is in claims.json."]
+        text = "\n".join(head + kept)
+    return text + "\n"
+
+
+def write_comparison(old: Path, new: Path, out: Path, pairs: Sequence[str] = ()) -> Path:
+    """Compare two claims.json files and write the markdown to ``out`` (atomically)."""
+    drift, paired = compare_runs(load_run(old), load_run(new), pairs)
+    text = render_comparison(drift, str(old), str(new), paired)
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``qk-claims-compare OLD NEW [-o OUT] [--pair OLD=NEW ...] [--fail-on changes|numbers]``."""
+    parser = argparse.ArgumentParser(
+        prog="qk-claims-compare", description="Compare two claims runs row by row (markdown)."
+    )
+    parser.add_argument("old", type=Path, help="the old run's claims.json (or its folder)")
+    parser.add_argument("new", type=Path, help="the new run's claims.json (or its folder)")
+    parser.add_argument("-o", "--output", type=Path, help="write the markdown here, not stdout")
+    parser.add_argument(
+        "--pair", action="append", default=[], metavar="OLD=NEW", help="match evidence ids"
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=("none", "changes", "numbers"),
+        default="none",
+        help="exit 1 on verdict changes (changes), or on those and numbers beyond tolerance",
+    )
+    args = parser.parse_args(argv)
+    try:
+        drift, paired = compare_runs(load_run(args.old), load_run(args.new), args.pair)
+    except CompareError as exc:
+        print(f"qk-claims-compare: {exc}", file=sys.stderr)
+        return 2
+    text = render_comparison(drift, str(args.old), str(args.new), paired)
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+        print(f"qk-claims-compare: wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    failed = (args.fail_on != "none" and drift.changes) or (
+        args.fail_on == "numbers" and drift.numbers
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

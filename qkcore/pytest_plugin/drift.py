@@ -1,0 +1,373 @@
+"""What moved between two runs of the claims, and whether it is more than the evidence's noise.
+
+The same comparison serves the baseline (this run against ``reports/baseline.json``) and two
+runs (``qk-claims-compare OLD/claims.json NEW/claims.json``). Its rules, fixed before any
+result was seen:
+
+**Toy populations** (stochastic: n seeds of one recipe). Their seed counts are compared by an
+exact two-sample test (:func:`qkcore.pytest_plugin.counts.count_change_p`: Boschloo, two-sided, per
+side, Bonferroni over the two sides) at ``ALPHA_CHANGE = 0.01`` per row.
+
+- counts that differ significantly -> a **change** (red), whatever the verdicts say;
+- a verdict that moves while the counts do not differ significantly -> **unstable**: the
+  population sits at its decision cut (7 of 8 at n = 8), and a rerun can land on either side.
+  Listed in its own section, never red;
+- a baseline row without counts (schema ``qk-baseline/1``) cannot be tested: a verdict
+  change is a change, as before.
+
+Multiplicity: each of the m population rows compared is tested at 0.01; for n = 8 vs 8 the
+test's exact size is :func:`~qkcore.pytest_plugin.counts.size_of_change_test` (0.0084), and
+the sum of the m rows' sizes bounds the expected number of false flags in a run if every seed
+were drawn anew (each run states it). A rerun of the same seeds on another CPU moves far
+fewer seeds than a new draw (a change from AVX-512 to AVX2 kernels moved 8 of 376 seed rows,
+README), and at n = 8 a flag needs at least 6 seeds to change sides.
+
+**Deterministic evidence** (``paper`` tables, ``weights`` recomputed here). A verdict change is
+a change (red). Every statement and number check's value is compared with the old run's under
+the tolerance of how it was computed (:data:`TOLERANCES`); a value beyond it is listed under
+"numbers that moved" (red under ``--claims-drift=numbers``). A verdict change whose values all
+moved within tolerance is marked: the row sits at its cut, and rounding alone crossed it.
+
+Toy rows that are not populations, and simulations, are judged by verdict only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from qkcore.pytest_plugin.counts import (
+    ALPHA_CHANGE,
+    SeedCounts,
+    count_change_p,
+    size_of_change_test,
+)
+from qkcore.pytest_plugin.result import ClaimResult
+
+__all__ = [
+    "COMPARED_CHECK_KINDS",
+    "TOLERANCES",
+    "Drift",
+    "NumberMove",
+    "RowRecord",
+    "Tolerance",
+    "VerdictChange",
+    "compare_rows",
+]
+
+#: Check kinds whose values are kept and compared: the claim's statement and the paper's print.
+COMPARED_CHECK_KINDS = ("statement", "number")
+_KEPT_CHECK_KINDS = ("statement", "number", "premise")
+_F32_UNIT = 2.0**-24
+_F64_UNIT = 2.0**-53
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """``|new - old| <= rtol * max(1, |old|, |new|)``: relative for large values, absolute
+    below 1 (most checked values are fractions, percentiles, correlations and p-values)."""
+
+    rtol: float
+    derivation: str
+
+    def bound(self, old: float, new: float) -> float:
+        return self.rtol * max(1.0, abs(old), abs(new))
+
+
+#: How far a deterministic check's value may move from rounding alone, by evidence kind.
+TOLERANCES: dict[str, Tolerance] = {
+    "paper": Tolerance(
+        rtol=32 * 2**17 * _F64_UNIT,
+        derivation="the released tables are read as float64 and every statistic is a sum or "
+        "rank over at most 2^17 terms: a reordered sum moves by at most n u64 relative "
+        "(u64 = 2^-53), times 32 for the p(n) factors of BLAS bounds -> 4.7e-10",
+    ),
+    "weights": Tolerance(
+        rtol=2 * 30 * 576 * _F32_UNIT,
+        derivation="behaviour columns come from a float32 forward pass whose kernels depend on "
+        "the CPU (AVX-512, AVX2, default): each of L layers adds at most d u32 relative "
+        "(first-order bound of a d-term dot product, u32 = 2^-24), L d = 30 x 576 for SmolLM2, "
+        "the deepest default model, times 2 for the softmax and the statistic on top -> 2.1e-3",
+    ),
+}
+
+
+@dataclass
+class RowRecord:
+    """What a run keeps of one decided row to compare later: its verdict, evidence kind,
+    the values of its statement, number and premise checks, and a population's seed counts."""
+
+    verdict: str
+    claim: str = ""
+    evidence: str = ""
+    kind: str = ""
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    seeds: dict[str, int] | None = None
+
+    @classmethod
+    def from_result(cls, result: ClaimResult) -> RowRecord:
+        checks = [
+            {
+                key: getattr(check, key)
+                for key in ("name", "kind", "value", "comparison", "threshold", "margin")
+            }
+            | ({"interval": list(check.interval)} if check.interval is not None else {})
+            for check in result.checks
+            if check.kind in _KEPT_CHECK_KINDS
+        ]
+        return cls(
+            verdict=result.verdict or "error",
+            claim=result.claim,
+            evidence=result.evidence,
+            kind=result.evidence_kind,
+            checks=checks,
+            seeds=dict(result.seeds) if result.seeds else None,
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], verdict: str | None = None) -> RowRecord:
+        """From a baseline entry or a claims.json result (unknown keys ignored)."""
+        kind = data.get("kind") or data.get("evidence_kind") or ""
+        return cls(
+            verdict=verdict or data.get("verdict") or "error",
+            claim=str(data.get("claim", "")),
+            evidence=str(data.get("evidence", "")),
+            kind=str(kind),
+            checks=[dict(c) for c in data.get("checks", []) if c.get("kind") in _KEPT_CHECK_KINDS],
+            seeds=dict(data["seeds"]) if data.get("seeds") else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The baseline entry (the verdict is kept apart, in the baseline's verdict map)."""
+        data = asdict(self)
+        del data["verdict"]
+        if data["seeds"] is None:
+            del data["seeds"]
+        if not data["checks"]:
+            del data["checks"]
+        return data
+
+    def values(self) -> dict[str, Any]:
+        """``{check name: value}`` of the compared kinds; a repeated name gets ``#2``, ``#3``."""
+        out: dict[str, Any] = {}
+        for check in self.checks:
+            if check.get("kind") not in COMPARED_CHECK_KINDS:
+                continue
+            name, i = str(check["name"]), 2
+            while name in out:
+                name, i = f"{check['name']} #{i}", i + 1
+            out[name] = check.get("value")
+        return out
+
+
+@dataclass
+class VerdictChange:
+    """A row whose verdict or seed counts moved."""
+
+    nodeid: str
+    claim: str
+    evidence: str
+    old: str
+    new: str
+    p: float | None = None  # population rows: the count test's p
+    old_seeds: dict[str, int] | None = None
+    new_seeds: dict[str, int] | None = None
+    note: str = ""
+
+
+@dataclass
+class NumberMove:
+    """A deterministic check value that moved by more than its tolerance."""
+
+    nodeid: str
+    claim: str
+    evidence: str
+    check: str
+    old: Any
+    new: Any
+    relative: float | None
+    tolerance: float | None
+    old_verdict: str
+    new_verdict: str
+
+    @property
+    def verdict_moved(self) -> bool:
+        return self.old_verdict != self.new_verdict
+
+
+@dataclass
+class Drift:
+    """Everything that moved between an old run (or baseline) and a new one."""
+
+    changes: list[VerdictChange] = field(default_factory=list)
+    unstable: list[VerdictChange] = field(default_factory=list)
+    numbers: list[NumberMove] = field(default_factory=list)
+    numbers_within: int = 0
+    numbers_compared: int = 0
+    populations_compared: int = 0
+    #: seeds per compared population row (the larger of the two runs' n)
+    population_sizes: list[int] = field(default_factory=list)
+    new: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    def multiplicity(self) -> str:
+        """The family-wise statement for the population rows compared here."""
+        m = self.populations_compared
+        if not m:
+            return "no toy population compared"
+        sizes = Counter(self.population_sizes)
+        expected = sum(size_of_change_test(n) * k for n, k in sizes.items())
+        at = ", ".join(f"{size_of_change_test(n):.4f} at n = {n}" for n in sorted(sizes))
+        return (
+            f"{m} population rows compared, each at alpha {ALPHA_CHANGE} (the test's exact "
+            f"size: {at}); if every seed were drawn anew, at most {expected:.2f} false flags "
+            "expected in this run"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "drift": [
+                {"nodeid": c.nodeid, "baseline": c.old, "now": c.new} | _extra(c)
+                for c in self.changes
+            ],
+            "unstable": [
+                {"nodeid": c.nodeid, "baseline": c.old, "now": c.new} | _extra(c)
+                for c in self.unstable
+            ],
+            "numbers": [asdict(m) | {"verdict_moved": m.verdict_moved} for m in self.numbers],
+            "numbers_compared": self.numbers_compared,
+            "numbers_within": self.numbers_within,
+            "populations_compared": self.populations_compared,
+            "multiplicity": self.multiplicity(),
+            "new": self.new,
+        }
+
+
+def _extra(change: VerdictChange) -> dict[str, Any]:
+    data = {
+        "claim": change.claim,
+        "evidence": change.evidence,
+        "p": change.p,
+        "baseline_seeds": change.old_seeds,
+        "now_seeds": change.new_seeds,
+        "note": change.note,
+    }
+    return {k: v for k, v in data.items() if v not in (None, "")}
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return float(x)
+
+
+def _same(a: Any, b: Any) -> bool:
+    x, y = _number(a), _number(b)
+    if x is not None and y is not None and math.isnan(x) and math.isnan(y):
+        return True
+    return bool(a == b)
+
+
+def _numbers(
+    nodeid: str, old: RowRecord, new: RowRecord, tolerance: Tolerance | None
+) -> tuple[list[NumberMove], int, int]:
+    """Moves beyond tolerance, how many values were compared, how many moved within it."""
+    moves, compared, within = [], 0, 0
+    new_values = new.values()
+    for name, before in old.values().items():
+        if name not in new_values:
+            continue
+        after = new_values[name]
+        compared += 1
+        if _same(before, after):
+            continue
+        x, y = _number(before), _number(after)
+        relative = abs(y - x) / max(abs(x), 1e-300) if x is not None and y is not None else None
+        bound = tolerance.bound(x, y) if tolerance and x is not None and y is not None else None
+        if bound is not None and abs(y - x) <= bound:  # type: ignore[operator]
+            within += 1
+            continue
+        moves.append(
+            NumberMove(
+                nodeid=nodeid,
+                claim=new.claim or old.claim,
+                evidence=new.evidence or old.evidence,
+                check=name,
+                old=before,
+                new=after,
+                relative=relative,
+                tolerance=bound,
+                old_verdict=old.verdict,
+                new_verdict=new.verdict,
+            )
+        )
+    return moves, compared, within
+
+
+def compare_rows(
+    old: Mapping[str, RowRecord],
+    new: Mapping[str, RowRecord],
+    *,
+    numbers_for: Iterable[str] = tuple(TOLERANCES),
+) -> Drift:
+    """Compare rows matched by node id (module docstring); skipped rows never count."""
+    drift = Drift()
+    numbered = set(numbers_for)
+    for nodeid, now in sorted(new.items()):
+        before = old.get(nodeid)
+        if before is None:
+            if now.verdict != "skipped":
+                drift.new.append(nodeid)
+            continue
+        if "skipped" in (now.verdict, before.verdict):
+            continue
+        change = VerdictChange(
+            nodeid=nodeid,
+            claim=now.claim or before.claim,
+            evidence=now.evidence or before.evidence,
+            old=before.verdict,
+            new=now.verdict,
+        )
+        if (
+            before.seeds is not None
+            and now.seeds is not None
+            and "error"
+            not in (
+                now.verdict,
+                before.verdict,
+            )
+        ):
+            drift.populations_compared += 1
+            drift.population_sizes.append(max(sum(before.seeds.values()), sum(now.seeds.values())))
+            p = count_change_p(SeedCounts.from_dict(before.seeds), SeedCounts.from_dict(now.seeds))
+            change.p, change.old_seeds, change.new_seeds = p, before.seeds, now.seeds
+            if p <= ALPHA_CHANGE:
+                change.note = f"seed counts differ beyond chance (p = {p:.2g} <= {ALPHA_CHANGE})"
+                drift.changes.append(change)
+            elif now.verdict != before.verdict:
+                change.note = (
+                    f"seed counts within chance (p = {p:.2g} > {ALPHA_CHANGE}): the population "
+                    "sits at its decision cut"
+                )
+                drift.unstable.append(change)
+            continue
+        tolerance = TOLERANCES.get(now.kind) if now.kind in numbered else None
+        if tolerance is not None:
+            moves, compared, within = _numbers(nodeid, before, now, tolerance)
+            drift.numbers += moves
+            drift.numbers_compared += compared
+            drift.numbers_within += within
+            if now.verdict != before.verdict and not moves and compared:
+                change.note = (
+                    "every compared value moved within its rounding tolerance: the row sits "
+                    "at its cut"
+                )
+        if now.verdict != before.verdict:
+            if before.seeds is None and now.seeds is not None:
+                change.note = "the baseline keeps no seed counts for this population (schema 1)"
+            drift.changes.append(change)
+    drift.missing = sorted(set(old) - set(new))
+    return drift
