@@ -6,7 +6,10 @@ Layer: the top of qkcore. It may import every layer below; nothing in qkcore imp
 - :mod:`~qkcore.pytest_plugin.recorder` - what a claim test records
 - :mod:`~qkcore.pytest_plugin.session`  - phase verdicts, xdist aggregation, baseline drift
 - :mod:`~qkcore.pytest_plugin.prepare`  - the preparation phase: evidence built before tests
-- :mod:`~qkcore.pytest_plugin.baseline` - the verdict baseline file
+- :mod:`~qkcore.pytest_plugin.baseline` - the baseline: verdicts and the evidence behind them
+- :mod:`~qkcore.pytest_plugin.drift`    - what moved: population counts, deterministic numbers
+- :mod:`~qkcore.pytest_plugin.compare`  - two runs compared as markdown (qk-claims-compare)
+- :mod:`~qkcore.pytest_plugin.terminal` - the claims section of the terminal summary
 - :mod:`~qkcore.pytest_plugin.report`   - claims.json, claims.md, claims.html
 """
 

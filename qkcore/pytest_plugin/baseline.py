@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from qkcore.pytest_plugin.drift import RowRecord
+from qkcore.pytest_plugin.rowrecord import RowRecord
 
 __all__ = [
     "BASELINE_SCHEMA",

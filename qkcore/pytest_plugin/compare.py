@@ -23,7 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from qkcore.pytest_plugin.drift import TOLERANCES, Drift, RowRecord, compare_rows
+from qkcore.pytest_plugin.drift import Drift, compare_rows
+from qkcore.pytest_plugin.rowrecord import RowRecord
+from qkcore.pytest_plugin.tolerance import TOLERANCES
 
 __all__ = [
     "COMPARISON_LIMIT",

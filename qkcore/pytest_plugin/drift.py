@@ -45,122 +45,15 @@ from qkcore.pytest_plugin.counts import (
     count_change_p,
     size_of_change_test,
 )
-from qkcore.pytest_plugin.result import ClaimResult
+from qkcore.pytest_plugin.rowrecord import RowRecord
+from qkcore.pytest_plugin.tolerance import TOLERANCES, Tolerance
 
 __all__ = [
-    "COMPARED_CHECK_KINDS",
-    "TOLERANCES",
     "Drift",
     "NumberMove",
-    "RowRecord",
-    "Tolerance",
     "VerdictChange",
     "compare_rows",
 ]
-
-#: Check kinds whose values are kept and compared: the claim's statement and the paper's print.
-COMPARED_CHECK_KINDS = ("statement", "number")
-_KEPT_CHECK_KINDS = ("statement", "number", "premise")
-_F32_UNIT = 2.0**-24
-_F64_UNIT = 2.0**-53
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """``|new - old| <= rtol * max(1, |old|, |new|)``: relative for large values, absolute
-    below 1 (most checked values are fractions, percentiles, correlations and p-values)."""
-
-    rtol: float
-    derivation: str
-
-    def bound(self, old: float, new: float) -> float:
-        return self.rtol * max(1.0, abs(old), abs(new))
-
-
-#: How far a deterministic check's value may move from rounding alone, by evidence kind.
-TOLERANCES: dict[str, Tolerance] = {
-    "paper": Tolerance(
-        rtol=32 * 2**17 * _F64_UNIT,
-        derivation="the released tables are read as float64 and every statistic is a sum or "
-        "rank over at most 2^17 terms: a reordered sum moves by at most n u64 relative "
-        "(u64 = 2^-53), times 32 for the p(n) factors of BLAS bounds -> 4.7e-10",
-    ),
-    "weights": Tolerance(
-        rtol=2 * 30 * 576 * _F32_UNIT,
-        derivation="behaviour columns come from a float32 forward pass whose kernels depend on "
-        "the CPU (AVX-512, AVX2, default): each of L layers adds at most d u32 relative "
-        "(first-order bound of a d-term dot product, u32 = 2^-24), L d = 30 x 576 for SmolLM2, "
-        "the deepest default model, times 2 for the softmax and the statistic on top -> 2.1e-3",
-    ),
-}
-
-
-@dataclass
-class RowRecord:
-    """What a run keeps of one decided row to compare later: its verdict, evidence kind,
-    the values of its statement, number and premise checks, and a population's seed counts."""
-
-    verdict: str
-    claim: str = ""
-    evidence: str = ""
-    kind: str = ""
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    seeds: dict[str, int] | None = None
-
-    @classmethod
-    def from_result(cls, result: ClaimResult) -> RowRecord:
-        checks = [
-            {
-                key: getattr(check, key)
-                for key in ("name", "kind", "value", "comparison", "threshold", "margin")
-            }
-            | ({"interval": list(check.interval)} if check.interval is not None else {})
-            for check in result.checks
-            if check.kind in _KEPT_CHECK_KINDS
-        ]
-        return cls(
-            verdict=result.verdict or "error",
-            claim=result.claim,
-            evidence=result.evidence,
-            kind=result.evidence_kind,
-            checks=checks,
-            seeds=dict(result.seeds) if result.seeds else None,
-        )
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], verdict: str | None = None) -> RowRecord:
-        """From a baseline entry or a claims.json result (unknown keys ignored)."""
-        kind = data.get("kind") or data.get("evidence_kind") or ""
-        return cls(
-            verdict=verdict or data.get("verdict") or "error",
-            claim=str(data.get("claim", "")),
-            evidence=str(data.get("evidence", "")),
-            kind=str(kind),
-            checks=[dict(c) for c in data.get("checks", []) if c.get("kind") in _KEPT_CHECK_KINDS],
-            seeds=dict(data["seeds"]) if data.get("seeds") else None,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The baseline entry (the verdict is kept apart, in the baseline's verdict map)."""
-        data = asdict(self)
-        del data["verdict"]
-        if data["seeds"] is None:
-            del data["seeds"]
-        if not data["checks"]:
-            del data["checks"]
-        return data
-
-    def values(self) -> dict[str, Any]:
-        """``{check name: value}`` of the compared kinds; a repeated name gets ``#2``, ``#3``."""
-        out: dict[str, Any] = {}
-        for check in self.checks:
-            if check.get("kind") not in COMPARED_CHECK_KINDS:
-                continue
-            name, i = str(check["name"]), 2
-            while name in out:
-                name, i = f"{check['name']} #{i}", i + 1
-            out[name] = check.get("value")
-        return out
 
 
 @dataclass

@@ -20,7 +20,6 @@ listed. Skips never count as a change: which evidence is present depends on the 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
@@ -28,10 +27,9 @@ from pathlib import Path
 import pytest
 
 from qkcore.evidence.refs import EVIDENCE_KINDS, SCHEME_FAMILIES
-from qkcore.pytest_plugin.baseline import DECIDED, VERDICTS, write_baseline
+from qkcore.pytest_plugin.baseline import DECIDED, write_baseline
 from qkcore.pytest_plugin.compare import CompareError, load_run, write_comparison
 from qkcore.pytest_plugin.drift import Drift
-from qkcore.pytest_plugin.findings import claim_key
 from qkcore.pytest_plugin.populations import add_populations, seed_of
 from qkcore.pytest_plugin.prepare import PreparePhase
 from qkcore.pytest_plugin.recorder import ClaimRecorder
@@ -47,7 +45,7 @@ from qkcore.pytest_plugin.session import (
     judged_rows,
     phase_verdict,
 )
-from qkcore.pytest_plugin.terminal import write_drift
+from qkcore.pytest_plugin.terminal import write_summary
 
 __all__ = [
     "claim_record",
@@ -238,64 +236,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     state: SessionState = config.stash[_state_key]
     if state.is_worker or not state.results:
         return
-    tr = terminalreporter
-    tr.section("claims")
-    judged = [r for r in state.results.values() if not r.is_detail]
-    per_claim: dict[str, dict[str, int]] = {}
-    for result in judged:
-        counts = per_claim.setdefault(result.claim, dict.fromkeys(VERDICTS, 0))
-        counts[result.verdict or "error"] += 1
-    width = max(len(c) for c in per_claim)
-    for claim in sorted(per_claim, key=claim_key):
-        counts = per_claim[claim]
-        text = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-        tr.write_line(f"{claim:<{width}}  {text}")
-    totals = Counter(r.verdict or "error" for r in judged)
-    details = len(state.results) - len(judged)
-    tr.write_line(
-        "total: "
-        + ", ".join(f"{totals[v]} {v}" for v in VERDICTS if totals[v])
-        + (f" ({details} toy seed rows judged as populations)" if details else "")
-    )
-    for line in _toy_regimes(config, state.results.values()).values():
-        tr.write_line(f"toy regime {line}")
     paths, latest, drift, changes = config.stash.get(_summary_key, ([], None, Drift(), None))
-    write_drift(tr, drift, state)
-    new = drift.new
-    if new:
-        tr.write_line(f"new claim tests not in {state.baseline_label}: {len(new)}", yellow=True)
-        for nodeid in new[:20]:
-            tr.write_line(f"  {nodeid}: {state.results[nodeid].verdict}")
-        if len(new) > 20:
-            tr.write_line(f"  ... and {len(new) - 20} more (listed in claims.md)")
-    if changes is not None:
-        tr.write_line(
-            f"baseline {state.baseline_label}: {len(changes.changed)} changed, "
-            f"{len(changes.added)} added, {len(changes.refused)} refused"
-        )
-        for nodeid, (old, now) in sorted(changes.changed.items()):
-            tr.write_line(f"  changed {nodeid}: {old} -> {now}")
-        for nodeid, now in sorted(changes.added.items()):
-            tr.write_line(f"  added {nodeid}: {now}")
-        quiet = 0
-        for nodeid, (old, now) in sorted(changes.refused.items()):
-            if old is None and now == "skipped":
-                quiet += 1  # evidence absent here and unknown to the baseline: nothing lost
-                continue
-            kept = f"kept {old!r}" if old else "not written"
-            tr.write_line(f"  refused {nodeid}: this run says {now!r} (undecided); {kept}")
-        if quiet:
-            tr.write_line(
-                f"  refused {quiet} skipped rows the baseline does not know (not written)"
-            )
-    where = paths[0].parent if paths else None
-    if where is not None:
-        tr.write_line(f"report: {where}/claims.md (and claims.html, claims.json)")
-    if any(p.name == "comparison.md" for p in paths):
-        tr.write_line(f"comparison: {where}/comparison.md")
-    if latest is not None:
-        tr.write_line(f"latest: {latest}/claims.md")
-    elif where is not None:
-        tr.write_line(
-            "latest: not replaced (a partial selection); reports/latest holds the last full run"
-        )
+    regimes = _toy_regimes(config, state.results.values())
+    write_summary(terminalreporter, state, regimes, paths, latest, drift, changes)

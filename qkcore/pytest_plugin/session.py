@@ -22,9 +22,10 @@ import pytest
 from qkcore.errors import ForwardUnavailable
 from qkcore.pytest_plugin.baseline import Baseline, read_baseline
 from qkcore.pytest_plugin.checks import verdict_of
-from qkcore.pytest_plugin.drift import Drift, RowRecord, compare_rows
+from qkcore.pytest_plugin.drift import Drift, compare_rows
 from qkcore.pytest_plugin.recorder import ClaimRecorder
 from qkcore.pytest_plugin.result import ClaimResult
+from qkcore.pytest_plugin.rowrecord import RowRecord
 
 __all__ = [
     "PROPERTY_KEY",

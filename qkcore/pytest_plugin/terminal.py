@@ -1,13 +1,18 @@
-"""The terminal's account of what moved against the baseline: changes (red), unstable
-populations, and deterministic numbers beyond their tolerance."""
+"""The claims section of pytest's terminal summary: verdicts per claim, what moved against the
+baseline (changes in red, unstable populations, numbers beyond their tolerance), baseline
+updates and where the reports went."""
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from qkcore.pytest_plugin.baseline import VERDICTS, BaselineChanges
 from qkcore.pytest_plugin.drift import Drift, VerdictChange
+from qkcore.pytest_plugin.findings import claim_key
 
-__all__ = ["write_drift"]
+__all__ = ["write_drift", "write_summary"]
 
 _SHOWN = 20
 
@@ -63,3 +68,75 @@ def write_drift(tr: Any, drift: Drift, state: Any) -> None:
             )
         if len(moves) > _SHOWN:
             tr.write_line(f"  ... and {len(moves) - _SHOWN} more (listed in claims.md)")
+
+
+def write_summary(
+    terminalreporter: Any,
+    state: Any,
+    toy_regimes: dict[str, str],
+    paths: list[Path],
+    latest: Path | None,
+    drift: Drift,
+    changes: BaselineChanges | None,
+) -> None:
+    """The whole claims section (what ``pytest_terminal_summary`` shows)."""
+    tr = terminalreporter
+    tr.section("claims")
+    judged = [r for r in state.results.values() if not r.is_detail]
+    per_claim: dict[str, dict[str, int]] = {}
+    for result in judged:
+        counts = per_claim.setdefault(result.claim, dict.fromkeys(VERDICTS, 0))
+        counts[result.verdict or "error"] += 1
+    width = max(len(c) for c in per_claim)
+    for claim in sorted(per_claim, key=claim_key):
+        counts = per_claim[claim]
+        text = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+        tr.write_line(f"{claim:<{width}}  {text}")
+    totals = Counter(r.verdict or "error" for r in judged)
+    details = len(state.results) - len(judged)
+    tr.write_line(
+        "total: "
+        + ", ".join(f"{totals[v]} {v}" for v in VERDICTS if totals[v])
+        + (f" ({details} toy seed rows judged as populations)" if details else "")
+    )
+    for line in toy_regimes.values():
+        tr.write_line(f"toy regime {line}")
+    write_drift(tr, drift, state)
+    new = drift.new
+    if new:
+        tr.write_line(f"new claim tests not in {state.baseline_label}: {len(new)}", yellow=True)
+        for nodeid in new[:20]:
+            tr.write_line(f"  {nodeid}: {state.results[nodeid].verdict}")
+        if len(new) > 20:
+            tr.write_line(f"  ... and {len(new) - 20} more (listed in claims.md)")
+    if changes is not None:
+        tr.write_line(
+            f"baseline {state.baseline_label}: {len(changes.changed)} changed, "
+            f"{len(changes.added)} added, {len(changes.refused)} refused"
+        )
+        for nodeid, (old, now) in sorted(changes.changed.items()):
+            tr.write_line(f"  changed {nodeid}: {old} -> {now}")
+        for nodeid, now in sorted(changes.added.items()):
+            tr.write_line(f"  added {nodeid}: {now}")
+        quiet = 0
+        for nodeid, (old, now) in sorted(changes.refused.items()):
+            if old is None and now == "skipped":
+                quiet += 1  # evidence absent here and unknown to the baseline: nothing lost
+                continue
+            kept = f"kept {old!r}" if old else "not written"
+            tr.write_line(f"  refused {nodeid}: this run says {now!r} (undecided); {kept}")
+        if quiet:
+            tr.write_line(
+                f"  refused {quiet} skipped rows the baseline does not know (not written)"
+            )
+    where = paths[0].parent if paths else None
+    if where is not None:
+        tr.write_line(f"report: {where}/claims.md (and claims.html, claims.json)")
+    if any(p.name == "comparison.md" for p in paths):
+        tr.write_line(f"comparison: {where}/comparison.md")
+    if latest is not None:
+        tr.write_line(f"latest: {latest}/claims.md")
+    elif where is not None:
+        tr.write_line(
+            "latest: not replaced (a partial selection); reports/latest holds the last full run"
+        )

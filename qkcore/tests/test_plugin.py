@@ -608,7 +608,7 @@ def test_a_deterministic_value_is_listed_only_beyond_its_tolerance(
 ):
     """Paper values tolerate 4.7e-10 (float64 sums over <= 2^17 terms): 1e-12 is rounding,
     1e-6 is not. Beyond it the value is listed, and red only under --claims-drift=numbers."""
-    from qkcore.pytest_plugin.drift import TOLERANCES
+    from qkcore.pytest_plugin.tolerance import TOLERANCES
 
     assert 1e-12 < TOLERANCES["paper"].rtol < 1e-6
     pytester.makepyfile(test_det=DETERMINISTIC_TESTS)
