@@ -37,6 +37,19 @@ def main(path: str) -> int:
             print(f"ci:   {change['nodeid']}: {change['baseline']} -> {change['now']}")
     else:
         print(f"ci: no verdict drift against {label}")
+    unstable = baseline.get("unstable") or []
+    if unstable:
+        print(
+            f"ci: {len(unstable)} unstable toy population(s) (verdict moved, counts within chance)"
+        )
+        for change in sorted(unstable, key=lambda c: c["nodeid"]):
+            print(f"ci:   {change['nodeid']}: {change['baseline']} -> {change['now']}")
+    numbers = baseline.get("numbers") or []
+    if baseline.get("numbers_compared"):
+        print(
+            f"ci: numbers: {baseline['numbers_compared']} deterministic values compared, "
+            f"{baseline.get('numbers_within', 0)} moved within tolerance, {len(numbers)} beyond"
+        )
     if new:
         print(f"ci: {len(new)} claim test(s) not in {label}")
     return 0
