@@ -4,7 +4,8 @@ Layer: the top of qkcore. It may import every layer below; nothing in qkcore imp
 
 - :mod:`~qkcore.pytest_plugin.hooks`    - options, markers, the ``claim_record`` fixture, hooks
 - :mod:`~qkcore.pytest_plugin.recorder` - what a claim test records
-- :mod:`~qkcore.pytest_plugin.session`  - phase verdicts, xdist aggregation, baseline drift
+- :mod:`~qkcore.pytest_plugin.verdicts` - a phase's verdict, the baseline's rules for one test
+- :mod:`~qkcore.pytest_plugin.session`  - the session's state, xdist aggregation
 - :mod:`~qkcore.pytest_plugin.prepare`  - the preparation phase: evidence built before tests
 - :mod:`~qkcore.pytest_plugin.baseline` - the baseline: verdicts and the evidence behind them
 - :mod:`~qkcore.pytest_plugin.drift`    - what moved: population counts, deterministic numbers

@@ -9,12 +9,13 @@ A claim test is marked with its stable ID and records what it measured::
         assert value >= 0.8
 
 The hooks here are thin: what a test records is :mod:`~qkcore.pytest_plugin.recorder`, how a
-phase becomes a verdict and how results merge across xdist workers is
+phase becomes a verdict and what the baseline says of one test is
+:mod:`~qkcore.pytest_plugin.verdicts`, the session's state and xdist results are
 :mod:`~qkcore.pytest_plugin.session`, the baseline file is
-:mod:`~qkcore.pytest_plugin.baseline` and the files written are
-:mod:`~qkcore.pytest_plugin.report`. A known refuted claim (per ``reports/baseline.json``) is
-reported as xfailed and does not fail the run; any other change of verdict fails it and is
-listed. Skips never count as a change: which evidence is present depends on the machine.
+:mod:`~qkcore.pytest_plugin.baseline`, what moved against it :mod:`~qkcore.pytest_plugin.drift`,
+the files written :mod:`~qkcore.pytest_plugin.report` and the terminal's section
+:mod:`~qkcore.pytest_plugin.terminal`. Skips never count as a change: which evidence is present
+depends on the machine.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from qkcore.evidence.refs import EVIDENCE_KINDS, SCHEME_FAMILIES
-from qkcore.pytest_plugin.baseline import DECIDED, write_baseline
+from qkcore.pytest_plugin.baseline import write_baseline
 from qkcore.pytest_plugin.compare import CompareError, load_run, write_comparison
 from qkcore.pytest_plugin.drift import Drift
 from qkcore.pytest_plugin.populations import add_populations, seed_of
@@ -43,9 +44,9 @@ from qkcore.pytest_plugin.session import (
     evidence_id,
     fails_the_run,
     judged_rows,
-    phase_verdict,
 )
 from qkcore.pytest_plugin.terminal import write_summary
+from qkcore.pytest_plugin.verdicts import apply_baseline, phase_verdict
 
 __all__ = [
     "claim_record",
@@ -159,29 +160,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if verdict is None:
         return
     population = seed_of(evidence_id(item))
-    expected = state.baseline.get(item.nodeid) if state.check_baseline else None
-    if population is not None:
-        # a toy seed is a detail: its population row is judged against the baseline instead
-        expected = None
-        if report.when == "call" and verdict == "refuted":
-            report.outcome = "skipped"
-            report.wasxfail = f"toy seed refuted; judged as the population {population[0]}"
-    if report.when == "call" and verdict == "refuted" and expected == "refuted":
-        report.outcome = "skipped"
-        report.wasxfail = f"known refuted (baseline {state.baseline_label})"
-    elif (
-        report.when == "call"
-        and expected in DECIDED
-        and verdict in DECIDED
-        and verdict != expected
-        and verdict != "refuted"  # a refuted row has failed already, with its failing checks
-    ):
-        report.outcome = "failed"
-        report.longrepr = (
-            f"verdict changed: baseline {state.baseline_label} says {expected!r}, this run "
-            f"{verdict!r}{': ' + reason if reason else ''}. If the change is expected, accept "
-            "it with --claims-update-baseline."
-        )
+    apply_baseline(
+        report,
+        verdict,
+        reason,
+        expected=state.baseline.get(item.nodeid) if state.check_baseline else None,
+        seed_population=population[0] if population else None,
+        label=state.baseline_label,
+    )
     function = getattr(item, "function", None)
     result = ClaimResult(
         nodeid=item.nodeid,

@@ -1,14 +1,9 @@
-"""One claims session: per-phase verdicts, their aggregation across xdist workers, and the
-comparison with the baseline.
-
-Verdicts: a claim test gets the verdict its checks imply
-(:func:`~qkcore.pytest_plugin.checks.verdict_of`: supported, refuted, inconclusive,
-not-applicable). A test with no check, or whose bare ``assert`` fails, is an ``error``: no bare
-assert decides a verdict. Any other exception -> ``error``; a skip -> ``skipped``.
+"""One claims session: its options and baseline, the results gathered from xdist workers,
+and the hand-off of the finished rows to the drift rules.
 
 Every phase of a test sends its result as JSON in ``report.user_properties`` (the one field
 xdist serialises for us), so ``-n 2`` and ``-n 0`` produce the same results; the controller
-merges phases, a later phase only making things worse.
+merges phases (:func:`~qkcore.pytest_plugin.verdicts.merge_phase`).
 """
 
 from __future__ import annotations
@@ -19,13 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from qkcore.errors import ForwardUnavailable
 from qkcore.pytest_plugin.baseline import Baseline, read_baseline
-from qkcore.pytest_plugin.checks import verdict_of
 from qkcore.pytest_plugin.drift import Drift, compare_rows
-from qkcore.pytest_plugin.recorder import ClaimRecorder
 from qkcore.pytest_plugin.result import ClaimResult
 from qkcore.pytest_plugin.rowrecord import RowRecord
+from qkcore.pytest_plugin.verdicts import merge_phase
 
 __all__ = [
     "PROPERTY_KEY",
@@ -36,22 +29,9 @@ __all__ = [
     "fails_the_run",
     "is_full_selection",
     "judged_rows",
-    "merge_phase",
-    "phase_verdict",
 ]
 
 PROPERTY_KEY = "qk_claim"
-
-# A later phase can only make things worse: error beats refuted beats supported.
-_RANK = {
-    None: 0,
-    "skipped": 1,
-    "supported": 2,
-    "not-applicable": 3,
-    "inconclusive": 4,
-    "refuted": 5,
-    "error": 6,
-}
 
 
 @dataclass
@@ -138,66 +118,6 @@ def is_full_selection(config: pytest.Config) -> bool:
     return True
 
 
-def phase_verdict(
-    report: pytest.TestReport, call: pytest.CallInfo, recorder: ClaimRecorder | None
-) -> tuple[str | None, str]:
-    """The verdict this phase implies, or None when it says nothing new."""
-    if call.excinfo is not None and call.excinfo.errisinstance(ForwardUnavailable):
-        # the evidence opens its weights but not its forward pass: absent, not broken
-        message = str(call.excinfo.value)
-        report.outcome = "skipped"
-        report.longrepr = (str(report.location[0]), report.location[1] or 0, f"Skipped: {message}")
-        return "skipped", message
-    if report.skipped and not hasattr(report, "wasxfail"):
-        return "skipped", _skip_reason(report)
-    if report.when == "setup" and report.failed:
-        return "error", _short_error(call)
-    if report.when == "teardown":
-        return ("error", _short_error(call)) if report.failed else (None, "")
-    if report.when != "call":
-        return None, ""
-    assertion = call.excinfo is not None and call.excinfo.errisinstance(AssertionError)
-    if report.failed and not assertion:
-        return "error", _short_error(call)
-    if recorder is not None and recorder.checks:
-        if report.failed:
-            reason = (
-                "a bare assert failed in a claim test that judges through checks: "
-                f"{_short_error(call)}; make it a claim_record.check(...)"
-            )
-            return "error", reason
-        verdict, reason = verdict_of(recorder.checks)
-        if verdict in ("refuted", "error"):
-            report.outcome = "failed"
-            report.longrepr = f"{verdict}: {reason}"
-        return verdict, reason
-    reason = (
-        "claim test judged nothing: a claim test judges through checks - "
-        "claim_record.check(name, value, comparison, threshold, kind='statement', ...) - "
-        "never a bare assert"
-    )
-    if report.failed:
-        reason += f" (a bare assert failed: {_short_error(call)})"
-    report.outcome = "failed"
-    report.longrepr = reason
-    return "error", reason
-
-
-def _skip_reason(report: pytest.TestReport) -> str:
-    longrepr = report.longrepr
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2]).removeprefix("Skipped: ")
-    return str(longrepr)
-
-
-def _short_error(call: pytest.CallInfo) -> str:
-    if call.excinfo is None:
-        return ""
-    text = call.excinfo.exconly().strip()
-    first = text.splitlines()[0] if text else ""
-    return first[:500]
-
-
 def evidence_id(item: pytest.Item) -> str:
     """The ``paper:<model>`` / ``weights:<model>`` / ``toy-<regime>:<scheme>-s<seed>`` of a test.
 
@@ -212,20 +132,6 @@ def evidence_id(item: pytest.Item) -> str:
         if isinstance(found, str):
             return found
     return callspec.id
-
-
-def merge_phase(results: dict[str, ClaimResult], phase: ClaimResult) -> None:
-    """Fold one phase's result into the test's (worst verdict wins; durations add)."""
-    result = results.get(phase.nodeid)
-    if result is None:
-        results[phase.nodeid] = phase
-        return
-    result.duration_s += phase.duration_s
-    for name in ("checks", "measurements", "figures", "notes", "docstring"):
-        if getattr(phase, name):
-            setattr(result, name, getattr(phase, name))
-    if _RANK[phase.verdict] >= _RANK[result.verdict]:
-        result.verdict, result.reason = phase.verdict, phase.reason
 
 
 def judged_rows(state: SessionState) -> dict[str, RowRecord]:

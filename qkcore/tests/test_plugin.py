@@ -692,3 +692,11 @@ def test_two_runs_compared_as_markdown(pytester: pytest.Pytester):
     cli = out.read_text()
     assert code == 1 and "| S6b | weights:m-f16 | rho | 0.5 | 0.2 | 0.6 |" in cli
     assert main([str(pytester.path / "nothing"), str(pytester.path / "new")]) == 2
+
+
+def test_a_comparison_with_no_report_is_one_usage_error(pytester: pytest.Pytester):
+    pytester.makepyfile(test_claims=CLAIM_TESTS)
+    result = run(pytester, "--claims-compare", "nowhere/claims.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--claims-compare: cannot read the claims report*nowhere*"])
+    assert "Traceback" not in result.stderr.str()
