@@ -59,6 +59,28 @@ def _figures_by_claim(results: list[ClaimResult]) -> dict[str, list[str]]:
     return placed
 
 
+def _changes(title: str, intro: str, changes: list[dict[str, Any]]) -> list[str]:
+    """A titled list of verdict changes (with the count test's p where there is one)."""
+    esc = html.escape
+    if not changes:
+        return []
+    items = [
+        f"<li><code>{esc(c['nodeid'])}</code>: {esc(c['baseline'])} &rarr; "
+        f"<b>{esc(c['now'])}</b>"
+        + (f" (p = {c['p']:.2g})" if c.get("p") is not None else "")
+        + (f" - {esc(c['note'])}" if c.get("note") else "")
+        + "</li>"
+        for c in changes
+    ]
+    return [
+        f"<h2>{esc(title)}</h2>",
+        f"<p>{esc(intro)}</p>" if intro else "",
+        "<ul>",
+        *items,
+        "</ul>",
+    ]
+
+
 def render_html(
     results: list[ClaimResult],
     baseline: dict[str, Any],
@@ -80,25 +102,17 @@ def render_html(
         f"<p><b>Toy regime</b> {esc(line)}. Toy verdicts are about toys trained so.</p>"
         for line in (toy_regimes or {}).values()
     ]
-    if baseline.get("drift"):
-        parts.append(f"<h2>Verdict changes against {esc(baseline['baseline'])}</h2><ul>")
-        parts += [
-            f"<li><code>{esc(c['nodeid'])}</code>: {esc(c['baseline'])} &rarr; "
-            f"<b>{esc(c['now'])}</b></li>"
-            for c in baseline["drift"]
-        ]
-        parts.append("</ul>")
-    if baseline.get("unstable"):
-        parts.append(
-            "<h2>Unstable populations (not changes)</h2><p>The verdict moved, but the seed "
-            "counts do not differ beyond chance: the population sits at its decision cut.</p><ul>"
-        )
-        parts += [
-            f"<li><code>{esc(c['nodeid'])}</code>: {esc(c['baseline'])} &rarr; "
-            f"{esc(c['now'])} (p = {c['p']:.2g})</li>"
-            for c in baseline["unstable"]
-        ]
-        parts.append("</ul>")
+    parts += _changes(
+        f"Verdict changes against {baseline.get('baseline', 'the baseline')}",
+        "",
+        baseline.get("drift") or [],
+    )
+    parts += _changes(
+        "Unstable populations (not changes)",
+        "The verdict moved, but the seed counts do not differ beyond chance: the population "
+        "sits at its decision cut.",
+        baseline.get("unstable") or [],
+    )
     if baseline.get("numbers"):
         parts.append(
             "<h2>Numbers that moved beyond their rounding tolerance</h2><table><tr><th>claim"

@@ -545,6 +545,8 @@ def test_a_population_that_moves_within_chance_is_unstable_not_red(pytester: pyt
     assert summary["drift"] == [] and [u["nodeid"] for u in summary["unstable"]] == [row]
     md = (pytester.path / "reports/latest/claims.md").read_text()
     assert "### Unstable: the population sits at the decision cut (1)" in md
+    html = (pytester.path / "reports/latest/claims.html").read_text()
+    assert "<h2>Unstable populations (not changes)</h2>" in html and "(p = 1)" in html
 
 
 def test_a_population_that_collapses_is_red(pytester: pytest.Pytester):
