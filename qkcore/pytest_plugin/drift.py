@@ -100,11 +100,14 @@ class Drift:
     numbers: list[NumberMove] = field(default_factory=list)
     numbers_within: int = 0
     numbers_compared: int = 0
-    populations_compared: int = 0
     #: seeds per compared population row (the larger of the two runs' n)
     population_sizes: list[int] = field(default_factory=list)
     new: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+
+    @property
+    def populations_compared(self) -> int:
+        return len(self.population_sizes)
 
     def multiplicity(self) -> str:
         """The family-wise statement for the population rows compared here."""
@@ -122,14 +125,8 @@ class Drift:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "drift": [
-                {"nodeid": c.nodeid, "baseline": c.old, "now": c.new} | _extra(c)
-                for c in self.changes
-            ],
-            "unstable": [
-                {"nodeid": c.nodeid, "baseline": c.old, "now": c.new} | _extra(c)
-                for c in self.unstable
-            ],
+            "drift": [_change_json(c) for c in self.changes],
+            "unstable": [_change_json(c) for c in self.unstable],
             "numbers": [asdict(m) | {"verdict_moved": m.verdict_moved} for m in self.numbers],
             "numbers_compared": self.numbers_compared,
             "numbers_within": self.numbers_within,
@@ -139,7 +136,9 @@ class Drift:
         }
 
 
-def _extra(change: VerdictChange) -> dict[str, Any]:
+def _change_json(change: VerdictChange) -> dict[str, Any]:
+    """``{"nodeid", "baseline", "now"}`` (the keys readers of schema 1 know) and what is set
+    of claim, evidence, p, both runs' seeds and the note."""
     data = {
         "claim": change.claim,
         "evidence": change.evidence,
@@ -148,7 +147,8 @@ def _extra(change: VerdictChange) -> dict[str, Any]:
         "now_seeds": change.new_seeds,
         "note": change.note,
     }
-    return {k: v for k, v in data.items() if v not in (None, "")}
+    kept = {k: v for k, v in data.items() if v not in (None, "")}
+    return {"nodeid": change.nodeid, "baseline": change.old, "now": change.new} | kept
 
 
 def _number(x: Any) -> float | None:
@@ -233,7 +233,6 @@ def compare_rows(
                 before.verdict,
             )
         ):
-            drift.populations_compared += 1
             drift.population_sizes.append(max(sum(before.seeds.values()), sum(now.seeds.values())))
             p = count_change_p(SeedCounts.from_dict(before.seeds), SeedCounts.from_dict(now.seeds))
             change.p, change.old_seeds, change.new_seeds = p, before.seeds, now.seeds
