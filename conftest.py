@@ -1,4 +1,5 @@
-"""Repository-wide pytest configuration: hypothesis profiles and the evidence options.
+"""Repository-wide pytest configuration: hypothesis profiles (the claims plugin brings the
+evidence flags, markers and parameters itself).
 
 ``dev`` (default): random examples, ``deadline=None`` (linear algebra timing varies with load).
 ``thorough``: 2000 examples per property, for a long local run before changing a tolerance.
@@ -11,8 +12,6 @@ from __future__ import annotations
 import os
 
 from hypothesis import HealthCheck, settings
-
-from qkcore.evidence.options import add_evidence_options, check_evidence_options
 
 # The claims plugin (marker, recorder, report, baseline) and pytester for the plugin's own tests.
 pytest_plugins = ["qkcore.pytest_plugin", "pytester"]
@@ -33,11 +32,3 @@ settings.register_profile(
     "thorough", deadline=None, max_examples=2000, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
-
-
-def pytest_addoption(parser) -> None:
-    add_evidence_options(parser)  # each evidence kind's options: qkcore.evidence.options
-
-
-def pytest_configure(config) -> None:
-    check_evidence_options(config)

@@ -89,11 +89,10 @@ def _judge(spec: str, seeds: int) -> dict[tuple[str, str], list[str]]:
         rows = json.loads((Path(out) / "claims.json").read_text())["results"]
     verdicts: dict[tuple[str, str], list[str]] = {}
     for row in rows:
-        evidence = row["evidence"]
-        if not row.get("population") or not evidence.startswith("toy-custom:"):
+        ref = row.get("ref") or {}
+        if not row.get("population") or (ref.get("kind"), ref.get("regime")) != ("toy", "custom"):
             continue  # population rows (3 seeds: no power) and other evidence
-        scheme = evidence.split(":", 1)[1].rsplit("-s", 1)[0]
-        verdicts.setdefault((row["claim"], scheme), []).append(row["verdict"])
+        verdicts.setdefault((row["claim"], ref["model"]), []).append(row["verdict"])
     return verdicts
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 from math import factorial
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 
 from qkcore.analysis.depth import (
@@ -36,6 +35,7 @@ from qkcore.linalg.resolvent import (
     perron_projector,
     row_shuffle_null,
 )
+from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import spearman_exact
 from qkcore.stats.power import critical_spearman_rho, smallest_spearman_p, spearman_test
 from qkcore.testing.strategies import attention_stacks
@@ -70,12 +70,7 @@ def _causal_premise(evidence, claim_record) -> bool:
     )
 
 
-@pytest.mark.claim(
-    "R1",
-    section="companion",
-    statement="The causal mask pins the Kreiss constant of every causal row-stochastic matrix "
-    "at sqrt(n).",
-)
+@claim("R1")
 def test_kreiss_constant_is_sqrt_n(claim_record):
     """Source: companion abstract, "the mask pins the Kreiss constant of every causal
     stochastic matrix at sqrt(n)".
@@ -142,12 +137,7 @@ def test_kreiss_constant_is_sqrt_n(claim_record):
     )
 
 
-@pytest.mark.claim(
-    "R2",
-    section="companion",
-    statement="Deflating the mask-forced Perron projector factorizes depth-deviation dynamics "
-    "exactly into a product of deflated operators.",
-)
+@claim("R2")
 def test_deflation_factorizes_depth_products(claim_record):
     """Source: companion abstract, "deflating the mask-forced Perron projector factorizes the
     depth deviation dynamics exactly into a product of deflated operators".
@@ -210,13 +200,7 @@ R3_SEQUENCES = 8
 R3_CI_RANKS = (2, 7)
 
 
-@pytest.mark.claim(
-    "R3",
-    section="companion",
-    statement="On depth products, eigenvalue predictions of surviving deviations err by 7-11 "
-    "orders of magnitude, absent in matched nulls.",
-)
-@pytest.mark.evidence("weights", "toy", schemes=("rope", "rope-partial", "ape", "alibi"))
+@claim("R3", evidence=("weights", "toy"), schemes=("rope", "rope-partial", "ape", "alibi"))
 def test_eigenvalues_mispredict_depth_deviations(evidence, claim_record):
     """Source: companion abstract, "On depth products, eigenvalue predictions of surviving
     deviations err by seven to eleven orders of magnitude, an error absent in matched nulls."
@@ -295,13 +279,7 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim_record):
     claim_record.measure("matched null median (orders)", float(np.median(null)), n=len(null))
 
 
-@pytest.mark.claim(
-    "R4",
-    section="companion",
-    statement="A routing minority carries excess transient reserve tracking previous-token "
-    "function; the sink majority sits below matched shuffle nulls.",
-)
-@pytest.mark.evidence("weights", "toy", schemes=("rope", "rope-partial", "ape", "alibi"))
+@claim("R4", evidence=("weights", "toy"), schemes=("rope", "rope-partial", "ape", "alibi"))
 def test_signed_non_normality(evidence, claim_record):
     """Source: companion abstract, "A routing minority carries excess transient reserve that
     tracks previous-token function and doubles when induction heads engage, while the sink
@@ -396,12 +374,7 @@ R5_SUMMARIES = (
 )
 
 
-@pytest.mark.claim(
-    "R5",
-    section="companion",
-    statement="No single-operator summary predicts per-head causal criticality.",
-)
-@pytest.mark.evidence("toy", schemes=("rope", "ape", "alibi"))
+@claim("R5", evidence=("toy",), schemes=("rope", "ape", "alibi"))
 def test_no_single_summary_predicts_criticality(evidence, claim_record):
     """Source: companion abstract, "no single-operator summary of any kind predicts per-head
     causal criticality".

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from qkcore.analysis.gridruns import censored_formation
+from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import exact_permutation_test
 from qkcore.stats.population import top_k_heads, top_k_percentile
 from qkcore.stats.power import smallest_spearman_p, spearman_test
@@ -56,13 +57,7 @@ def _mean_abs_imag(table) -> float:
     return float((table["imag_mass"] / table["rank"]).mean())
 
 
-@pytest.mark.claim(
-    "P1",
-    section="press",
-    statement="Mean |Im lambda| grows with model size (GPT-2 0.12, Pythia-1B 0.18, Llama-2-7B "
-    "0.21, Llama-3-8B 0.25), induction-head counts 8/15/22/28.",
-)
-@pytest.mark.evidence_set("paper")
+@claim("P1", sets=("paper",))
 def test_imaginary_mass_grows_with_scale(evidence_set, claim_record):
     """Source: seed 001, "the table shows a clear trend: larger models show larger imaginary
     parts of their eigenvalues, correlated with more induction heads and higher prefix-copying
@@ -160,13 +155,7 @@ def _causal(evidence) -> bool:
     return bool(evidence.model().causal)
 
 
-@pytest.mark.claim(
-    "P2",
-    section="press",
-    statement="Heads with eigenvalues near the real axis do token copying; large imaginary parts "
-    "mark induction heads.",
-)
-@pytest.mark.evidence("paper", "weights", "toy", columns=("imag_mass", "copying", "ind"))
+@claim("P2", evidence=("paper", "weights", "toy"), columns=("imag_mass", "copying", "ind"))
 def test_real_axis_copying_imaginary_induction(evidence, claim_record):
     """Source: seed 001, "heads whose eigenvalues cluster near the real axis (small imaginary
     parts) tend to perform simple token-to-token copying; heads whose eigenvalues have large
@@ -236,12 +225,7 @@ def test_real_axis_copying_imaginary_induction(evidence, claim_record):
         )
 
 
-@pytest.mark.claim(
-    "P3",
-    section="press",
-    statement="The eigenvector condition number predicts a head's copying fidelity.",
-)
-@pytest.mark.evidence("paper", "weights", "toy", columns=("cond_eig", "copying"))
+@claim("P3", evidence=("paper", "weights", "toy"), columns=("cond_eig", "copying"))
 def test_condition_number_predicts_copying(evidence, claim_record):
     """Source: seed 001, "the angle between eigenvectors (measured by the condition number of
     the eigenvector matrix) can predict a head's 'copying fidelity' - its ability to copy tokens
@@ -286,12 +270,7 @@ SYMMETRIC = 0.05
 PREVENTED = 0.5
 
 
-@pytest.mark.claim(
-    "P4",
-    section="press",
-    statement="The non-Hermitian M is the root cause of induction behaviour.",
-)
-@pytest.mark.evidence_set("paper", "toy-grid")
+@claim("P4", sets=("paper", "toy-grid"))
 def test_non_hermitian_m_is_root_cause_of_induction(evidence_set, claim_record):
     """Source: seed 001, "the key insight - that the non-Hermitian nature of M is the root cause
     of induction-head behaviour - ...".
@@ -383,13 +362,7 @@ VOCAB = {"pythia-410m": 50304, "pythia-1.4b": 50304, "llama-3-8b": 128256}
 FULLY = 0.9
 
 
-@pytest.mark.claim(
-    "P5",
-    section="press",
-    statement="Zeroing the phase component fully disabled induction at the pre-identified head "
-    "in all three RoPE models.",
-)
-@pytest.mark.evidence("paper", "weights", schemes=ROPE, columns=("dInd_rope", "prev"))
+@claim("P5", evidence=("paper", "weights"), schemes=ROPE, columns=("dInd_rope", "prev"))
 def test_phase_ablation_fully_disables_induction(evidence, claim_record):
     """Source: seed 004, "zeroing the phase component fully disabled induction at the
     pre-identified head in all three RoPE models" (the paper, §8, reports effect sizes: induction
@@ -470,12 +443,7 @@ def _top_ind_percentile(ref, table) -> tuple[int, float]:
     return k, top_k_percentile(table, "D_head", by="ind", k=k)
 
 
-@pytest.mark.claim(
-    "P6",
-    section="press",
-    statement="The positional scheme determines the spectral structure of induction heads.",
-)
-@pytest.mark.evidence_set("paper", "toy")
+@claim("P6", sets=("paper", "toy"))
 def test_scheme_sets_induction_head_structure(evidence_set, claim_record):
     """Source: seed 004, "a work on how the positional encoding scheme - RoPE, learned-absolute
     or ALiBi - determines the mathematical structure of 'induction' attention heads" (the paper
@@ -531,12 +499,7 @@ def test_scheme_sets_induction_head_structure(evidence_set, claim_record):
 PAPER_SYMMETRIC = 0.006
 
 
-@pytest.mark.claim(
-    "P7",
-    section="press",
-    statement="M is usually non-symmetric, so it has a complex spectrum of eigenvalues.",
-)
-@pytest.mark.evidence("paper", "weights", "toy", columns=("dir_frac", "D_head"))
+@claim("P7", evidence=("paper", "weights", "toy"), columns=("dir_frac", "D_head"))
 def test_m_usually_nonsymmetric_complex_spectrum(evidence, claim_record):
     """Source: seed 004, "since this matrix is usually non-symmetric, it has a complex spectrum
     of eigenvalues".
@@ -576,13 +539,7 @@ def _first_step(history, column: str, level: float) -> float:
     return float(history["step"].to_numpy(dtype=float)[reached[0]]) if reached.size else math.inf
 
 
-@pytest.mark.claim(
-    "P8",
-    section="press",
-    statement="On Pythia checkpoints the rotational spectral signature appears simultaneously "
-    "with the formation of induction behaviour, not before it.",
-)
-@pytest.mark.evidence("paper", "toy", checkpoints=True, schemes=ROPE)
+@claim("P8", evidence=("paper", "toy"), checkpoints=True, schemes=ROPE)
 def test_signature_appears_with_induction(evidence, claim_record):
     """Source: seed 004, "on Pythia checkpoints the 'rotational' spectral signature appears
     simultaneously with the formation of induction behaviour, not before it" (the paper, §9:
@@ -625,13 +582,7 @@ def test_signature_appears_with_induction(evidence, claim_record):
 P9_ARMS = {"ape": ("ape-free", "ape-sym"), "rope": ("rope-free", "rope-sym")}
 
 
-@pytest.mark.claim(
-    "P9",
-    section="press",
-    statement="Without RoPE's phase channel, learned-absolute models have no way to route "
-    "directionally under a symmetric M, which is what slows their training (2.9x).",
-)
-@pytest.mark.evidence_set("paper", "toy-grid")
+@claim("P9", sets=("paper", "toy-grid"))
 def test_phase_channel_spares_rope_under_symmetry(evidence_set, claim_record):
     """Source: seed 004, "RoPE is the only one of the three schemes in which an attention head
     can route directionally through the phase channel even when its weight matrix is symmetric;

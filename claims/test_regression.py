@@ -11,14 +11,10 @@ from __future__ import annotations
 import pytest
 
 from qkcore.analysis.tablecompare import compare_tables
+from qkcore.pytest_plugin import claim
 
 
-@pytest.mark.claim(
-    "REG",
-    section="-",
-    statement="Per-head tables recomputed from weights reproduce the published ones.",
-)
-@pytest.mark.evidence("weights")
+@claim("REG", evidence=("weights",))
 def test_recomputed_table_matches_published(evidence, claim_record, paper_data):
     """Source: the released per-head tables (paper-data, ``<model>_head_full.parquet``), the
     data behind every per-head number the paper prints for that model.

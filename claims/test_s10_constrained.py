@@ -36,9 +36,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 
 from qkcore.analysis.gridruns import censored_formation
+from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import (
     benjamini_hochberg,
     hodges_lehmann_shift,
@@ -77,7 +77,7 @@ HARD_SHARE = 0.01
 
 
 def _is_toy(evidence_set) -> bool:
-    return evidence_set.kind == "toy"
+    return evidence_set.ref.kind == "toy"
 
 
 def _formation(cells: dict) -> dict[str, np.ndarray]:
@@ -127,14 +127,7 @@ def _arms_present(cells: dict, claim_record, arms=ARMS) -> bool:
     )
 
 
-@pytest.mark.claim(
-    "S10b",
-    section="10",
-    statement="Formation steps: APE free 600 +- 0, RoPE free 940 +- 55, RoPE Im-sup 1280 +- 164, "
-    "RoPE sym 1560 +- 167, APE sym 1740 +- 241; four one-sided exact Mann-Whitney contrasts "
-    "p = 0.0040/0.0040/0.0040/0.0079, q_BH = 0.016/0.008/0.005/0.008.",
-)
-@pytest.mark.evidence_set("paper", "toy-grid")
+@claim("S10b", sets=("paper", "toy-grid"))
 def test_formation_costs(evidence_set, claim_record):
     """Source: §10, "P1 (free base rates) holds: APE forms fastest (600 +- 0 steps), RoPE free at
     940 +- 55"; "suppressing the phase to zero delays formation only ~1.4x"; "(600 -> 1740 +- 241,
@@ -280,12 +273,7 @@ def test_formation_costs(evidence_set, claim_record):
         claim_record.check("largest q_BH (abstract's bound)", largest, "<=", "0.016", kind="number")
 
 
-@pytest.mark.claim(
-    "S10c",
-    section="10",
-    statement="Forcing symmetry on APE delays formation 2.9x (Hodges-Lehmann +1200 steps).",
-)
-@pytest.mark.evidence_set("paper", "toy-grid")
+@claim("S10c", sets=("paper", "toy-grid"))
 def test_symmetry_costs_ape(evidence_set, claim_record):
     """Source: §10, "P3 is falsified in the opposite direction, our largest surprise: forcing
     symmetry on APE is the costliest constraint in the grid (600 -> 1740 +- 241, 2.9x)"; table
@@ -362,13 +350,7 @@ def test_symmetry_costs_ape(evidence_set, claim_record):
     claim_record.check("Hodges-Lehmann shift (steps)", shift, "==", "1200", kind="number")
 
 
-@pytest.mark.claim(
-    "S10a",
-    section="10",
-    statement="Every arm reaches the task floor with strong prev and induction heads; penalties "
-    "enforce (Im share 0.000; dir_frac 0.004-0.006).",
-)
-@pytest.mark.evidence_set("paper", "toy-grid")
+@claim("S10a", sets=("paper", "toy-grid"))
 def test_every_arm_reroutes(evidence_set, claim_record):
     """Source: §10, "Both penalties enforce hard (final Im share 0.000; dir_frac 0.004-0.006) and
     no arm loses final capability (all reach the task floor with strong prev and induction
@@ -494,14 +476,7 @@ def test_every_arm_reroutes(evidence_set, claim_record):
     )
 
 
-@pytest.mark.claim(
-    "S10d",
-    section="10",
-    statement="RoPE sym arm: the prev head keeps full phase content (rope_imag_frac 0.52) with "
-    "dir_frac 0.004-0.005 and a kernel indistinguishable from the free arm: directional routing "
-    "through a symmetric M.",
-)
-@pytest.mark.evidence_set("paper", "toy-grid")
+@claim("S10d", sets=("paper", "toy-grid"))
 def test_phase_routing_through_symmetric_m(evidence_set, claim_record):
     """Source: §10, "the sym-arm's prev head carries full phase content (rope_imag_frac 0.52)
     through a fully symmetric static operator (dir_frac 0.004-0.005), and its positional kernel
@@ -616,13 +591,7 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim_record):
     )
 
 
-@pytest.mark.claim(
-    "S10b",
-    section="10",
-    statement="Formation curves of the constrained-training grid (figure; see the formation "
-    "costs test for the statistics).",
-)
-@pytest.mark.evidence_set("paper", "toy-grid")
+@claim("S10b", sets=("paper", "toy-grid"))
 def test_formation_curves_figure(evidence_set, claim_record):
     """Source: tab:intervention caption "Every constraint delays formation significantly; none
     blocks it"; fig:intervention caption (a) "induction-capability curves: every arm reaches the

@@ -17,7 +17,6 @@ random-orientation null of each GPT-2 head (the published table; 0.707 and 0.608
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import scipy.optimize
 
 from claims.premises import sum_of_frequency_terms
@@ -29,6 +28,7 @@ from qkcore.analysis.convention import (
     visible,
 )
 from qkcore.linalg.spectra import D_head, dir_frac, eigenvalues
+from qkcore.pytest_plugin import claim
 from qkcore.testing.strategies import conditioned_matrix
 from qkcore.testing.tolerances import (
     EPS,
@@ -82,13 +82,7 @@ def _fro(X: np.ndarray) -> float:
     return float(np.linalg.norm(X))
 
 
-@pytest.mark.claim(
-    "F4",
-    section="3",
-    statement="Matched-Sigma null (GPT-2, per head): dir_frac null 0.707, D_head null 0.608; "
-    "141/144 GPT-2 heads deviate (|z| > 2 on dir_frac or D_head; dir_frac alone 140/144).",
-)
-@pytest.mark.evidence("paper", models=("gpt2",), columns=("dir_frac_z", "D_head_z"))
+@claim("F4", evidence=("paper",), models=("gpt2",), columns=("dir_frac_z", "D_head_z"))
 def test_null_means_and_deviating_heads(evidence, claim_record):
     """Source (§3): "We therefore report every metric relative to a matched-Sigma
     random-orientation null (same singular values, random left/right frames), computed exactly
@@ -140,12 +134,7 @@ def test_null_means_and_deviating_heads(evidence, claim_record):
     )
 
 
-@pytest.mark.claim(
-    "F4",
-    section="3",
-    statement="Ginibre null (independent Gaussian W_Q, W_K): dir_frac ~ 1/sqrt(2) ~ 0.707; "
-    "D_head at the Ginibre value ~ 0.61.",
-)
+@claim("F4")
 def test_ginibre_null_at_gpt2_shape(claim_record):
     """Source: §3 "for independent Gaussian W_Q, W_K the symmetric and antisymmetric parts get
     equal expected Frobenius mass, so dir_frac_null ~ 1/sqrt(2) ~ 0.707 and D_head's null is
@@ -199,12 +188,7 @@ def test_ginibre_null_at_gpt2_shape(claim_record):
     claim_record.measure("exact E[dir_frac^2] = (d - 1)/(2d) at d = 768", 767 / 1536)
 
 
-@pytest.mark.claim(
-    "F1",
-    section="3",
-    statement="A random G in GL(d_k) leaves M, its eigenvalues and D_head unchanged (~1e-14) "
-    "while raw column norms change.",
-)
+@claim("F1")
 def test_gauge_invariance_on_random_operators(claim_record):
     """Source (§3): "A random G in GL(d_k) leaves M, its eigenvalues, and D_head invariant to
     ~10^-14 while changing raw column norms --- confirming gauge hygiene."
@@ -272,12 +256,7 @@ def test_gauge_invariance_on_random_operators(claim_record):
     claim_record.measure("max ||dM||_F/||M||_F at d=768, k=64", at_gpt2["M"], paper="~1e-14")
 
 
-@pytest.mark.claim(
-    "F3",
-    section="3",
-    statement="The rank-k core path is exact (dir_frac difference ~1e-16 vs the d x d "
-    "computation).",
-)
+@claim("F3")
 def test_core_path_is_exact_on_random_operators(claim_record):
     """Source (§3): "the fast metric path is exact, dir_frac Delta = 10^-16".
 
@@ -317,11 +296,7 @@ def test_core_path_is_exact_on_random_operators(claim_record):
     claim_record.measure("max |dir_frac core - dense| at d=768, k=64", at_gpt2, paper="1e-16")
 
 
-@pytest.mark.claim(
-    "F5",
-    section="2",
-    statement="dir_frac is a monotone transform of Saponati's score, s = 1 - 2 dir_frac^2.",
-)
+@claim("F5")
 def test_saponati_relation_on_random_operators(claim_record):
     """Source (§2): "Our dir_frac is a monotone transform of their score (s = 1 - 2
     dir_frac^2)".
@@ -433,13 +408,7 @@ def _relative_convention_errors(model, *, n_tokens: int = 32, seed: int = 0) -> 
     return out
 
 
-@pytest.mark.claim(
-    "F2",
-    section="3",
-    statement="Scores rebuilt from M (+ bias terms) match the model's pre-softmax scores to < 1e-4 "
-    "(absolute positions); RoPE: the diagonal i = j matches.",
-)
-@pytest.mark.evidence("weights", "toy")
+@claim("F2", evidence=("weights", "toy"))
 def test_scores_rebuilt_from_factors(evidence, claim_record):
     """Source (§3): "We verify the convention by reconstructing the model's own pre-softmax
     scores from M and matching to < 10^-4 (learned-absolute) or, for RoPE models where position
@@ -517,13 +486,7 @@ def test_scores_rebuilt_from_factors(evidence, claim_record):
         claim_record.measure("max |rebuilt - hook| (full, with rotation)", err["abs"])
 
 
-@pytest.mark.claim(
-    "F2",
-    section="3",
-    statement="Full RoPE reconstruction from {M_t, theta_t} matches the model's scores to 1e-6 "
-    "(fp32).",
-)
-@pytest.mark.evidence("weights", "toy", schemes=("rope", "rope-partial"))
+@claim("F2", evidence=("weights", "toy"), schemes=("rope", "rope-partial"))
 def test_rope_reconstruction_from_frequency_operators(evidence, claim_record):
     """Source (§7): "(Full-score reconstruction from {M_t, theta_t} matches the model to
     10^-6/10^-2 in fp32/bf16.)"

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import benjamini_hochberg
 from qkcore.stats.power import spearman_power
 
@@ -66,14 +67,7 @@ def _power_to_see_the_smallest_effect(claim_record, n: int, alpha: float) -> Non
     )
 
 
-@pytest.mark.claim(
-    "S4a",
-    section="4",
-    statement="GPT-2 Spearman with head-type scores (all FDR-significant): dir_frac prev +0.47, "
-    "dup -0.59, ind -0.50, copying 0.06 ns; content_pos_frac prev -0.63, dup +0.59, ind +0.57; "
-    "imag_mass prev +0.56, dup -0.65, ind -0.61.",
-)
-@pytest.mark.evidence("paper", models=("gpt2",), columns=("prev", "dup", "ind", "copying"))
+@claim("S4a", evidence=("paper",), models=("gpt2",), columns=("prev", "dup", "ind", "copying"))
 @pytest.mark.parametrize(("metric", "behaviour"), list(S4A), ids=[f"{m}~{b}" for m, b in S4A])
 def test_spectral_metrics_track_head_type(evidence, claim_record, metric, behaviour):
     """Source (§4 and Table 1): "On GPT-2 (n = 144, Spearman, BH-FDR q < 10^-3), directionality
@@ -114,14 +108,11 @@ def test_spectral_metrics_track_head_type(evidence, claim_record, metric, behavi
         claim_record.check("BH q (text: q < 1e-3)", q_value, "<", "1e-3", kind="number", n=n)
 
 
-@pytest.mark.claim(
+@claim(
     "S4c",
-    section="4",
-    statement="self_match tracks content_pos_frac at r = 0.96; empirical score asymmetry tracks "
-    "dir_frac at 0.66; copying (OV) is orthogonal to every QK metric.",
-)
-@pytest.mark.evidence(
-    "paper", models=("gpt2",), columns=("self_match", "score_asym", "copying", "cond_eig")
+    evidence=("paper",),
+    models=("gpt2",),
+    columns=("self_match", "score_asym", "copying", "cond_eig"),
 )
 def test_self_match_asymmetry_and_copying(evidence, claim_record):
     """Source (§4): "Copying (OV) is orthogonal to every QK metric, a clean control. The content
@@ -210,13 +201,7 @@ def test_self_match_asymmetry_and_copying(evidence, claim_record):
     _power_to_see_the_smallest_effect(claim_record, n, ALPHA / len(QK_METRICS))
 
 
-@pytest.mark.claim(
-    "S4b",
-    section="4",
-    statement="By K-composition the canonical prev head ranks #1 for every induction head tested "
-    "(GPT-2 4.11 for 5.1/5.5/6.9; Pythia-410m 5.2 for 8.6/10.9/11.14).",
-)
-@pytest.mark.evidence("weights", "toy", columns=("prev", "ind"))
+@claim("S4b", evidence=("weights", "toy"), columns=("prev", "ind"))
 def test_prev_head_leads_k_composition(evidence, claim_record):
     """Source (§4): "by the K-composition statistic (the Frobenius overlap of an induction head's
     QK operator with an earlier head's OV write, ranked over all earlier heads), the canonical

@@ -30,9 +30,9 @@ induction loss, and that substitution is what the toy rows test.
 
 from __future__ import annotations
 
-import pytest
 import scipy.stats
 
+from qkcore.pytest_plugin import claim
 from qkcore.stats.population import head_name, partial_rho, partial_rho_ci
 
 S5A = (
@@ -88,12 +88,7 @@ def _circuit(table, claim_record) -> tuple[str, str]:
     return head_name(prev), head_name(ind)
 
 
-@pytest.mark.claim(
-    "S5a",
-    section="5",
-    statement=S5A,
-)
-@pytest.mark.evidence("paper", models=("gpt2",), columns=("dCE_sym", "dCE_anti"))
+@claim("S5a", evidence=("paper",), models=("gpt2",), columns=("dCE_sym", "dCE_anti"))
 def test_symmetric_part_carries_the_load(evidence, claim_record):
     """Source (§5, "Symmetrization ablation"): "Replacing a head's M with M_S (killing M_A) or
     M_A (killing M_S) and measuring held-out CE, the symmetric part is 6.7x more load-bearing:
@@ -149,12 +144,7 @@ def test_symmetric_part_carries_the_load(evidence, claim_record):
     )
 
 
-@pytest.mark.claim(
-    "S5b",
-    section="5",
-    statement=S5B,
-)
-@pytest.mark.evidence("paper", models=("gpt2",), columns=("dICL_sym", "dCE_sym"))
+@claim("S5b", evidence=("paper",), models=("gpt2",), columns=("dICL_sym", "dCE_sym"))
 def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
     """Source (§5): "killing it [M_A] on the canonical induction head 5.1 raises induction loss
     8x (0.21 -> 1.77; 15x the next-largest effect) and on the previous-token head 4.11 by ~50%.
@@ -282,13 +272,7 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
         claim_record.measure(f"rho(dCE_sym, {metric})", _spearman(table, "dCE_sym", metric), n=n)
 
 
-@pytest.mark.claim(
-    "S5c",
-    section="5",
-    statement="GPT-2: partial rho(D_head, prev | dir_frac) = -0.21, 95% CI [-0.51, +0.08]: "
-    "D_head does not beat dir_frac.",
-)
-@pytest.mark.evidence("paper", models=("gpt2",), columns=("prev", "D_head", "dir_frac"))
+@claim("S5c", evidence=("paper",), models=("gpt2",), columns=("prev", "D_head", "dir_frac"))
 def test_d_head_does_not_beat_dir_frac(evidence, claim_record):
     """Source (§5, "Incremental validity"): "the complex refinement adds no reliable positive
     increment on GPT-2: partial rho(D_head, prev | dir_frac) = -0.21 (layer-clustered 95% CI
@@ -322,12 +306,7 @@ def test_d_head_does_not_beat_dir_frac(evidence, claim_record):
 NON_ROTARY = ("ape", "alibi")
 
 
-@pytest.mark.claim(
-    "S5a",
-    section="5",
-    statement=S5A,
-)
-@pytest.mark.evidence("toy", schemes=NON_ROTARY)
+@claim("S5a", evidence=("toy",), schemes=NON_ROTARY)
 def test_symmetric_part_carries_the_load_on_toys(evidence, claim_record):
     """Source: as the GPT-2 test (§5, "the symmetric part is 6.7x more load-bearing ...").
 
@@ -366,12 +345,7 @@ def test_symmetric_part_carries_the_load_on_toys(evidence, claim_record):
     )
 
 
-@pytest.mark.claim(
-    "S5b",
-    section="5",
-    statement=S5B,
-)
-@pytest.mark.evidence("toy", schemes=NON_ROTARY)
+@claim("S5b", evidence=("toy",), schemes=NON_ROTARY)
 def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim_record):
     """Source: as the GPT-2 test (§5: M_A is "causally essential" for the circuit heads, "the
     argmax landing on a canonical induction head"; contributions: "M_A is causally critical

@@ -42,6 +42,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import exact_permutation_test
 from qkcore.stats.population import (
     partial_rho,
@@ -166,13 +167,7 @@ def _side_of_median(evidence, claim_record, rotational: bool) -> None:
     claim_record.measure("measured median in the bottom quartile (<= 0.25)", bool(value <= 0.25))
 
 
-@pytest.mark.claim(
-    "S6a",
-    section="6",
-    statement="Under RoPE the top-5 previous-token heads sit in the top D_head quintile "
-    "(Pythia-410m 0.89, Pythia-1.4B 0.85, Llama-3-8B 0.79).",
-)
-@pytest.mark.evidence("paper", "weights", "toy", schemes=ROPE, columns=("prev", "D_head"))
+@claim("S6a", evidence=("paper", "weights", "toy"), schemes=ROPE, columns=("prev", "D_head"))
 def test_rope_prev_heads_are_rotational(evidence, claim_record):
     """Source (§6): "[...] versus top-quintile under RoPE (medians 0.89/0.85/0.79)"; "the heads
     that implement previous-token attention are spectrally rotational under RoPE".
@@ -192,13 +187,7 @@ def test_rope_prev_heads_are_rotational(evidence, claim_record):
     _side_of_median(evidence, claim_record, rotational=True)
 
 
-@pytest.mark.claim(
-    "S6b",
-    section="6",
-    statement="Under learned absolute positions (GPT-2 0.21, OPT-1.3B 0.23, GPT-Neo-1.3B 0.14) "
-    "and ALiBi (BLOOM-1b1 0.26) the top-5 previous-token heads sit in the bottom quartile.",
-)
-@pytest.mark.evidence("paper", "weights", "toy", schemes=NON_ROPE, columns=("prev", "D_head"))
+@claim("S6b", evidence=("paper", "weights", "toy"), schemes=NON_ROPE, columns=("prev", "D_head"))
 def test_absolute_and_alibi_prev_heads_are_not_rotational(evidence, claim_record):
     """Source (§6): "bottom-quartile under learned absolute (medians 0.21/0.23/0.14 [...]) and
     ALiBi (0.26)"; "spectrally non-rotational (content-like) under learned absolute positions";
@@ -251,14 +240,7 @@ def _gap(values: np.ndarray, rope: np.ndarray) -> float:
     return float(values[rope].min() - values[~rope].max())
 
 
-@pytest.mark.claim(
-    "S6c",
-    section="6",
-    statement="Model-level separation is perfect at every k in {1,3,5,10}; exact permutation "
-    "p = 1/C(7,3) = 0.029; leave-one-model-out preserves it; head-level joint Mann-Whitney "
-    "p = 2.5e-5 (descriptive).",
-)
-@pytest.mark.evidence_set("paper", "weights", "toy")
+@claim("S6c", sets=("paper", "weights", "toy"))
 def test_model_level_separation(evidence_set, claim_record):
     """Source (§6, "Model-level inference and sensitivity"): "At model level the separation is
     perfect - every non-RoPE model's top-5 median sits below every RoPE model's - giving an
@@ -286,8 +268,8 @@ def test_model_level_separation(evidence_set, claim_record):
     1/2: no separation could be significant). A set without both RoPE and non-RoPE causal models
     cannot bear on the claim and is skipped with its members named.
     """
-    toy = evidence_set.evidence_id.startswith("toy")
-    paper = evidence_set.evidence_id.startswith("paper")
+    toy = evidence_set.ref.kind == "toy"
+    paper = evidence_set.ref.kind == "paper"
     tables = _members(evidence_set, claim_record)
     names, _, rope = _model_stats(tables, 1)
     if rope.all() or not rope.any():
@@ -370,13 +352,7 @@ def test_model_level_separation(evidence_set, claim_record):
     claim_record.measure("ties among the pooled head percentiles", ties, n=heads)
 
 
-@pytest.mark.claim(
-    "S6d",
-    section="6",
-    statement="With d_k = 64 held fixed (GPT-2, OPT-1.3B, Pythia-410m) the contrast stands: "
-    "0.21/0.23 vs 0.89.",
-)
-@pytest.mark.evidence_set("paper", "weights", "toy")
+@claim("S6d", sets=("paper", "weights", "toy"))
 def test_contrast_at_fixed_head_dimension(evidence_set, claim_record):
     """Source (§6): "Holding d_k = 64 fixed (GPT-2, OPT-1.3B, Pythia-410m: 0.21/0.23 vs 0.89)
     ties the contrast to the positional scheme, not head dimension."
@@ -415,7 +391,7 @@ def test_contrast_at_fixed_head_dimension(evidence_set, claim_record):
     claim_record.measure(
         "head ranks (d_k) per model", "; ".join(f"{m}: {r}" for m, r in seen.items())
     )
-    if evidence_set.evidence_id.startswith("weights") and not (rope and other):
+    if evidence_set.ref.kind == "weights" and not (rope and other):
         pytest.skip(f"{evidence_set.evidence_id}: no RoPE/non-RoPE pair at d_k={d_k}; ranks {seen}")
     ok = claim_record.check(
         f"RoPE causal models at d_k={d_k}", len(rope), ">=", 1, kind="premise"
@@ -450,14 +426,7 @@ def _published_partial(data, model: str) -> tuple[float, float, float, int]:
     return _partial_with_ci(data.head_table(model))
 
 
-@pytest.mark.claim(
-    "S6e",
-    section="6",
-    statement="Aggregate partial rho(D_head, prev | dir_frac): GPT-2 -0.21, OPT +0.35, GPT-Neo "
-    "+0.20, BLOOM +0.34, Pythia-410m +0.35, Pythia-1.4B +0.50, Llama +0.33; positive and robust "
-    "on every RoPE model, heterogeneous under learned absolute.",
-)
-@pytest.mark.evidence("paper", "weights", columns=("prev", "D_head", "dir_frac"))
+@claim("S6e", evidence=("paper", "weights"), columns=("prev", "D_head", "dir_frac"))
 def test_partial_association(evidence, claim_record):
     """Source (§6): "On every RoPE model, D_head's incremental contribution beyond dir_frac is
     positive and robust (clustered CIs [+0.21, +0.59]). Under learned-absolute positions,

@@ -13,6 +13,7 @@ import pytest
 from claims.premises import sum_of_frequency_terms
 from qkcore.analysis.convention import frequency_check
 from qkcore.linalg.rope import RotaryInfo, frequency_operators, relative_kernel
+from qkcore.pytest_plugin import claim
 from qkcore.stats.population import head_name, partial_rho, top_k_heads
 from qkcore.stats.printed import decimals
 
@@ -57,16 +58,9 @@ def _printed_interval(printed: str) -> tuple[float, float]:
     return float(printed) - half, float(printed) + half
 
 
-@pytest.mark.claim(
+@claim(
     "S7",
-    section="7",
-    statement="Adding rope_imag_frac and freq_centroid as controls attenuates the partial: "
-    "Pythia-410m +0.35 -> +0.14 (61%), Pythia-1.4B +0.50 -> +0.31 (38%), Llama +0.33 -> +0.006 "
-    "(98%, p = 0.84).",
-)
-@pytest.mark.evidence(
-    "paper",
-    "weights",
+    evidence=("paper", "weights"),
     schemes=ROPE,
     columns=("prev", "D_head", "dir_frac", "rope_imag_frac", "freq_centroid"),
 )
@@ -159,14 +153,7 @@ def test_phase_features_explain_the_partial(evidence, claim_record):
     )
 
 
-@pytest.mark.claim(
-    "S8b",
-    section="8",
-    statement="Sweeping the Im(M_t) ablation over all heads, the largest induction-loss effect "
-    "lands on a top-2 prev head in every RoPE model (Pythia-410m 5.2: 0.52 -> 2.24; Pythia-1.4B "
-    "1.11: 0.56 -> 1.11; Llama L14.H26: 0.30 -> 0.91); 92-99% of heads move < 0.01.",
-)
-@pytest.mark.evidence("paper", "weights", "toy", schemes=ROPE, columns=("prev", "dInd_rope"))
+@claim("S8b", evidence=("paper", "weights", "toy"), schemes=ROPE, columns=("prev", "dInd_rope"))
 def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record):
     """Source (§8): "Sweeping the ablation over *all* heads of all three RoPE models, the
     largest induction-loss effect lands on a top-2 prev-scoring head every time ... (exact
@@ -277,11 +264,7 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record)
     )
 
 
-@pytest.mark.claim(
-    "S8a",
-    section="8",
-    statement="The Im(M_t) ablation symmetrizes the relative-position kernel (by construction).",
-)
+@claim("S8a")
 def test_ablation_symmetrizes_by_construction(claim_record):
     """Source (§8): "We ablate a head's directional RoPE content by zeroing Im(M_t) (dropping
     the sin(Delta theta) component), which **symmetrizes** its relative-position kernel".
@@ -337,13 +320,7 @@ def test_ablation_symmetrizes_by_construction(claim_record):
     claim_record.measure("max |S(D) - S(-D)| / scale, intact kernels", intact_asym)
 
 
-@pytest.mark.claim(
-    "S8a",
-    section="8",
-    statement="The Im(M_t) ablation symmetrizes the relative-position kernel; full = symmetric + "
-    "directional verified to 6e-6 (fp32).",
-)
-@pytest.mark.evidence("weights", "toy", schemes=ROPE)
+@claim("S8a", evidence=("weights", "toy"), schemes=ROPE)
 def test_ablation_symmetrizes_the_kernel(evidence, claim_record):
     """Source (§8): "the decomposition full = symmetric + directional is verified to 6e-6
     (fp32; 2e-5 on bf16 Llama)" (§7: "Full-score reconstruction from {M_t, theta_t} matches the
@@ -407,12 +384,7 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim_record):
         claim_record.plot(title, "ablated", offsets, ablated, kind="line")
 
 
-@pytest.mark.claim(
-    "S8a",
-    section="8",
-    statement="The Im(M_t) ablation symmetrizes the relative-position kernel.",
-)
-@pytest.mark.evidence("paper", models=("pythia-410m",))
+@claim("S8a", evidence=("paper",), models=("pythia-410m",))
 def test_published_kernels(evidence, claim_record):
     """Source (§8): "ablating Im(M_t) ... symmetrizes its relative-position kernel"; Fig.
     kernels (right) shows the released before/after kernel of head 5.2.

@@ -38,6 +38,7 @@ import pytest
 
 from qkcore.analysis.history import PAPER_SHAPES, ginibre_median_band
 from qkcore.linalg.rope import RotaryInfo
+from qkcore.pytest_plugin import claim
 
 ALPHA = 0.05
 FORMED = 0.5  # behaviour of a formed previous-token head ("prev > 0.5", §8)
@@ -159,13 +160,7 @@ def _plot_history(claim_record, evidence, history) -> None:
         )
 
 
-@pytest.mark.claim(
-    "S9a",
-    section="9",
-    statement="At step 0 every head sits at the Ginibre null (behaviour 0.01, rope_imag_frac "
-    "0.500, population median D_head 0.61).",
-)
-@pytest.mark.evidence("paper", "toy", checkpoints=True)
+@claim("S9a", evidence=("paper", "toy"), checkpoints=True)
 def test_born_at_the_null(evidence, claim_record):
     """Source (§9): "Act I (0-0.5B tokens): silence at the null. Every head sits at the
     Ginibre null (behavior 0.01; rope_imag_frac 0.500; population median D_head 0.61;
@@ -253,14 +248,7 @@ def test_born_at_the_null(evidence, claim_record):
             )
 
 
-@pytest.mark.claim(
-    "S9b",
-    section="9",
-    statement="prev behaviour 0.37 at step 512 -> 0.95 at step 1000; the prev head's "
-    "rope_imag_frac percentile 0.03-0.04 at 512 -> 0.90-0.99 at 1000: simultaneous with "
-    "behaviour, not before.",
-)
-@pytest.mark.evidence("paper", "toy", checkpoints=True)
+@claim("S9b", evidence=("paper", "toy"), checkpoints=True)
 def test_locks_in_at_formation(evidence, claim_record):
     """Source (§9): "The prev head's within-model rotary-phase (rope_imag_frac) percentile
     snaps from at-or-below chance (0.03-0.04 at step 512, mid-formation, in both models) to
@@ -332,13 +320,7 @@ def test_locks_in_at_formation(evidence, claim_record):
         claim_record.check(f"rif_pct at {label}, high end", value, "<=", hi, kind="number")
 
 
-@pytest.mark.claim(
-    "S9c",
-    section="9",
-    statement="Population median D_head falls 0.61 -> 0.395 (410m) / 0.453 (160m) only after "
-    "formation; the prev head's rope_imag_frac consolidates 0.500 -> 0.578.",
-)
-@pytest.mark.evidence("paper", "toy", checkpoints=True)
+@claim("S9c", evidence=("paper", "toy"), checkpoints=True)
 def test_suppression_after_formation(evidence, claim_record):
     """Source (§9): "Act III (4-300B tokens): slow differential sculpting. The population
     median D_head is suppressed well below the null (0.61 -> 0.395 / 0.453) over the next
@@ -426,13 +408,7 @@ def test_suppression_after_formation(evidence, claim_record):
             )
 
 
-@pytest.mark.claim(
-    "S9d",
-    section="9",
-    statement="Before formation the eventual prev head is not identifiable from its spectrum "
-    "(pre-registered negative).",
-)
-@pytest.mark.evidence("paper", "toy", checkpoints=True)
+@claim("S9d", evidence=("paper", "toy"), checkpoints=True)
 def test_no_spectral_precursor(evidence, claim_record):
     """Source (§9): "Q3 (predictive signature): **no** - before formation the eventual prev
     head is not reliably identifiable from its spectrum (its percentile even sits low

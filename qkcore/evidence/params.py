@@ -1,33 +1,29 @@
-"""The registry of evidence kinds: for each, the ``pytest.param`` s a claim test is run over.
+"""The built-in evidence kinds - ``paper``, ``weights``, ``toy`` - and what each offers a claim.
 
-A claim test declares what can bear on it::
+A claim declares what can bear on it (``@claim("S6a", evidence=("paper", "weights"),
+schemes=("rope",), columns=("prev", "D_head"))``); for each kind it names, the kind's
+``offers`` turn that :class:`~qkcore.evidence.kinds.EvidenceRequest` and the run's
+:class:`~qkcore.evidence.options.EvidenceOptions` into one :class:`~qkcore.evidence.kinds.Offer`
+per piece, and its ``sets`` into one offer holding every piece (``evidence_set``). A piece the
+claim is about but that cannot serve it (data folder absent, a needed column missing, weights
+not on this machine, an opt-in run not asked for) is still offered, with the exact reason it
+is skipped: nothing is parametrized away silently, and a damaged input errors only in its own
+rows. :data:`BUILTIN_KINDS` is the one list of the kinds this package ships.
 
-    @pytest.mark.evidence("paper", "weights", schemes=("rope",), columns=("prev", "D_head"))
-    @pytest.mark.evidence_set("paper", "weights", "toy", "toy-grid")
-
-:data:`KINDS` maps each kind to the function that turns such a marker and the run's
-:class:`EvidenceOptions` into parameters (one per piece; ``evidence_set`` gives one per kind
-holding every piece). A piece the claim is about but that cannot serve it (data folder absent,
-a needed column missing, weights not on this machine, an opt-in run not asked for) still appears,
-as a skipped parameter whose reason says exactly what is missing: nothing is parametrized away
-silently, and a damaged input errors only in its own rows.
-
-Why one module: the registry is the list of kinds; each builder is a dozen lines sharing the
-options, the skip conventions and the per-process probe of weights.
+Why one module: each kind's offers are a dozen lines sharing the options, the skip conventions
+and the per-process probe of weights.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from qkcore.errors import QKError
-from qkcore.evidence.options import EvidenceOptions
+from qkcore.evidence.kinds import EvidenceKind, EvidenceRequest, Offer, Option, Tolerance
+from qkcore.evidence.kinds import set_families as _families
+from qkcore.evidence.options import EvidenceOptions, folder, grid_seeds, positive_int, torch_device
 from qkcore.evidence.paper_data import PaperData, resolve_paper_data
 from qkcore.evidence.pieces import (
     ModelSet,
@@ -37,19 +33,25 @@ from qkcore.evidence.pieces import (
     ToyGridEvidence,
     WeightsEvidence,
 )
-from qkcore.evidence.refs import SCHEME_FAMILY, EvidenceRef, evidence_params
+from qkcore.evidence.refs import ALL_MODELS, EvidenceRef
 from qkcore.models import PACKAGED, PAPER_MODELS, resolve_source
 
 __all__ = [
-    "KINDS",
-    "SET_KINDS",
-    "evidence_parameters",
-    "evidence_set_parameters",
+    "BUILTIN_KINDS",
+    "PAPER",
+    "TOY",
+    "WEIGHTS",
     "paper_data",
+    "paper_offers",
+    "toy_offers",
+    "weights_offers",
 ]
 
 #: Free toy runs: one per scheme and seed.
 TOY_SCHEMES = ("ape", "rope", "alibi")
+
+_F32_UNIT = 2.0**-24
+_F64_UNIT = 2.0**-53
 
 
 def paper_data(option: str | None) -> tuple[PaperData | None, str]:
@@ -76,62 +78,56 @@ def _discover(root: Path) -> PaperData:
     return PaperData.discover(root)
 
 
-def _skipped(value: Any, evidence_id: str, kind: str, reason: str) -> Any:
-    return pytest.param(
-        value, id=evidence_id, marks=[getattr(pytest.mark, kind), pytest.mark.skip(reason=reason)]
-    )
-
-
-def paper_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
-    """``paper:<model>`` per model with a per-head table (``checkpoints=True``: with a released
+def paper_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[Offer]:
+    """``paper:<model>`` per model with a per-head table (``checkpoints``: with a released
     checkpoint series instead), filtered by ``schemes`` / ``models``; a missing ``columns``
     entry skips the model with the column named."""
     data, reason = paper_data(options.paper_data)
     if data is None:
-        ref = EvidenceRef("paper", "unavailable", "unknown")
-        return [_skipped(ref, ref.evidence_id, "paper", reason)]
-    schemes, models = kwargs.get("schemes"), kwargs.get("models")
-    columns = kwargs.get("columns", ())
-    checkpoints = kwargs.get("checkpoints", False)
-    if checkpoints and not data.checkpoint_models:
-        ref = EvidenceRef("paper", "no-checkpoint-series", "unknown")
+        return [Offer(EvidenceRef("paper", "unavailable"), skip=reason)]
+    if request.checkpoints and not data.checkpoint_models:
         why = f"{data.root} holds no <model>_ckpt_analysis.parquet: no checkpoint series to read"
-        return [_skipped(ref, ref.evidence_id, "paper", why)]
-    params = []
-    for model in data.checkpoint_models if checkpoints else data.models:
-        if models is not None and model not in models:
+        return [Offer(EvidenceRef("paper", "no-checkpoint-series"), skip=why)]
+    offers = []
+    for model in data.checkpoint_models if request.checkpoints else data.models:
+        if request.models is not None and model not in request.models:
             continue
         scheme = data.scheme(model)
-        if schemes is not None and scheme not in schemes:
+        if request.schemes is not None and scheme not in request.schemes:
             continue
         ref = EvidenceRef("paper", model, scheme)
-        (param,) = evidence_params([ref])
-        broken = data.checkpoint_problem(model) if checkpoints else data.problem(model)
+        broken = data.checkpoint_problem(model) if request.checkpoints else data.problem(model)
         missing = (
             []
-            if checkpoints or broken
-            else [c for c in columns if c not in data.head_table(model).columns]
+            if request.checkpoints or broken
+            else [c for c in request.columns if c not in data.head_table(model).columns]
         )
-        marks = list(param.marks)
-        if checkpoints and not data.has_table("ckpt_analysis", model):
+        skip = ""
+        if request.checkpoints and not data.has_table("ckpt_analysis", model):
             broken = ""  # absent, not damaged: a skip, not an error
-            marks.append(
-                pytest.mark.skip(
-                    reason=f"{ref.evidence_id}: only a checkpoint summary is released for it "
-                    f"(no {model}_ckpt_analysis.parquet): no natural history to read"
-                )
+            skip = (
+                f"{ref.evidence_id}: only a checkpoint summary is released for it "
+                f"(no {model}_ckpt_analysis.parquet): no natural history to read"
             )
         if missing:
-            marks.append(
-                pytest.mark.skip(
-                    reason=f"{ref.evidence_id}: the published table has no column "
-                    f"{', '.join(missing)} - this model's data cannot bear on the claim"
-                )
+            skip = (
+                f"{ref.evidence_id}: the published table has no column "
+                f"{', '.join(missing)} - this model's data cannot bear on the claim"
             )
-        params.append(
-            pytest.param(PaperEvidence(ref, data, broken), id=ref.evidence_id, marks=marks)
-        )
-    return params
+        offers.append(Offer(ref, PaperEvidence(ref, data, broken), skip=skip))
+    return offers
+
+
+def paper_set(options: EvidenceOptions) -> Offer:
+    """``paper:all-models``: every model with a readable published per-head table."""
+    ref = EvidenceRef("paper", ALL_MODELS)
+    data, reason = paper_data(options.paper_data)
+    if data is None:
+        return Offer(ref, skip=reason)
+    # a table that cannot be read is left out of the set (its own tests say why)
+    readable = [m for m in data.models if not data.problem(m)]
+    refs = tuple(EvidenceRef("paper", m, data.scheme(m)) for m in readable)
+    return Offer(ref, PaperEvidenceSet(refs, data, ref), families=_families(refs))
 
 
 @dataclass(frozen=True)
@@ -166,45 +162,40 @@ def _probe(spec: str) -> _Probed:
     return _Probed(spec, source.name, scheme, broken=broken, available=ok, reason=reason)
 
 
-def weights_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
+def weights_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[Offer]:
     """Packaged models, the paper's seven (skipped with the fetch command when not cached) and
-    every ``--model``; filtered by the marker's ``schemes``."""
-    schemes = kwargs.get("schemes")
-    params = []
+    every ``--model``; filtered by the request's ``schemes``."""
+    schemes = request.schemes
+    offers = []
     for spec in dict.fromkeys([*PACKAGED, *PAPER_MODELS, *options.models]):
         probed = _probe(spec)
         if probed.unresolved:
             if spec in options.models:
-                raise pytest.UsageError(f"--model {spec}: {probed.unresolved}")
+                raise QKError(f"--model {spec}: {probed.unresolved}")
             ref = EvidenceRef("weights", spec, probed.scheme)
             piece = WeightsEvidence(
                 ref, spec, options.weights_sweeps, available=False, forward=options.model_forward
             )
-            params.append(_skipped(piece, ref.evidence_id, "weights", probed.unresolved))
+            offers.append(Offer(ref, piece, skip=probed.unresolved))
             continue
         scheme, broken, ok = probed.scheme, probed.broken, probed.available
         if schemes is not None and scheme not in schemes and not broken and scheme != "unknown":
             continue
         ref = EvidenceRef("weights", probed.name, scheme)
-        (param,) = evidence_params([ref])
-        marks = list(param.marks)
+        skip = ""
+        swept = [c for c in request.columns if c.startswith(("dInd", "dICL"))]
         if not ok:
-            marks.append(pytest.mark.skip(reason=f"{ref.evidence_id}: {probed.reason}"))
+            skip = f"{ref.evidence_id}: {probed.reason}"
         elif scheme == "unknown" and not broken and schemes is not None:
-            marks.append(
-                pytest.mark.skip(
-                    reason=f"{ref.evidence_id}: its positional scheme could not be read from its "
-                    "config (architecture not in qkcore.models.architectures.ARCHITECTURES), so "
-                    "it cannot bear on a scheme-specific claim"
-                )
+            skip = (
+                f"{ref.evidence_id}: its positional scheme could not be read from its config "
+                "(architecture not in qkcore.models.architectures.ARCHITECTURES), so it cannot "
+                "bear on a scheme-specific claim"
             )
-        swept = [c for c in kwargs.get("columns", ()) if c.startswith(("dInd", "dICL"))]
-        if ok and swept and not options.weights_sweeps:
-            marks.append(
-                pytest.mark.skip(
-                    reason=f"{ref.evidence_id}: {', '.join(swept)} needs the per-head ablation "
-                    "sweep - pass --weights-sweeps (SmolLM2: ~26 min more cold)"
-                )
+        elif swept and not options.weights_sweeps:
+            skip = (
+                f"{ref.evidence_id}: {', '.join(swept)} needs the per-head ablation sweep - "
+                "pass --weights-sweeps (SmolLM2: ~26 min more cold)"
             )
         piece = WeightsEvidence(
             ref,
@@ -213,129 +204,206 @@ def weights_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
             broken,
             available=ok,
             forward=options.model_forward,
-            columns=tuple(kwargs["columns"]) if "columns" in kwargs else None,
+            columns=request.columns if request.declares_columns else None,
         )
-        params.append(pytest.param(piece, id=ref.evidence_id, marks=marks))
-    return params
+        offers.append(Offer(ref, piece, skip=skip))
+    return offers
 
 
-def toy_params(options: EvidenceOptions, kwargs: Mapping[str, Any]) -> list:
+def toy_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[Offer]:
     """``toy-<regime>:<scheme>-s<seed>``: ``--toy-seeds`` free runs per scheme, trained here in
     the ``--toy-regime``."""
     from qkcore.models.toy.regimes import toy_regime
 
     regime = toy_regime(options.toy_regime)
-    schemes = kwargs.get("schemes")
-    params = []
+    offers = []
     for scheme in TOY_SCHEMES:
-        if schemes is not None and scheme not in schemes:
+        if request.schemes is not None and scheme not in request.schemes:
             continue
         for seed in range(options.toy_seeds):
-            ref = EvidenceRef("toy", f"{scheme}-s{seed}", scheme, regime.name)
-            (param,) = evidence_params([ref])
-            piece = ToyEvidence(ref, regime.config(scheme, seed), options.device)
-            params.append(pytest.param(piece, id=ref.evidence_id, marks=param.marks))
-    return params
+            ref = EvidenceRef("toy", scheme, scheme, regime=regime.name, seed=seed)
+            offers.append(Offer(ref, ToyEvidence(ref, regime.config(scheme, seed), options.device)))
+    return offers
 
 
-#: kind -> parameters of ``@pytest.mark.evidence(kind, ...)``.
-KINDS: dict[str, Callable[[EvidenceOptions, Mapping[str, Any]], list]] = {
-    "paper": paper_params,
-    "weights": weights_params,
-    "toy": toy_params,
-}
-
-
-def _model_set_param(options: EvidenceOptions, kind: str) -> Any:
-    members, absent, families = [], [], set()
-    for piece in KINDS[kind](options, {}):
-        evidence = piece.values[0]
-        if any(m.name == "skip" for m in piece.marks) or getattr(evidence, "broken", ""):
-            absent.append(evidence.ref.evidence_id)  # absent or unreadable: not a member
+def _model_set(kind: str, offers: list[Offer], regime: str = "") -> Offer:
+    """Every offered piece of a kind that is there and readable, as one set."""
+    members, absent = [], []
+    for offer in offers:
+        if offer.skip or getattr(offer.piece, "broken", ""):
+            absent.append(offer.ref.evidence_id)  # absent or unreadable: not a member
             continue
-        members.append(evidence)
-        families.add(SCHEME_FAMILY.get(evidence.ref.scheme, "unknown"))
-    model_set = ModelSet(kind, tuple(members), tuple(absent))
-    marks = [
-        getattr(pytest.mark, kind),
-        *(getattr(pytest.mark, f) for f in sorted(families) if f != "unknown"),
-    ]
-    return pytest.param(model_set, id=model_set.evidence_id, marks=marks)
+        members.append(offer.piece)
+    ref = EvidenceRef(kind, ALL_MODELS, regime=regime if members else "")
+    families = _families([m.ref for m in members])
+    return Offer(ref, ModelSet(ref, tuple(members), tuple(absent)), families=families)
 
 
-def _paper_set_param(options: EvidenceOptions) -> Any:
-    data, reason = paper_data(options.paper_data)
-    if data is None:
-        return _skipped(None, "paper:all-models", "paper", reason)
-    # a table that cannot be read is left out of the set (its own tests say why)
-    readable = [m for m in data.models if not data.problem(m)]
-    refs = tuple(EvidenceRef("paper", m, data.scheme(m)) for m in readable)
-    families = {SCHEME_FAMILY[r.scheme] for r in refs}
-    marks = [
-        pytest.mark.paper,
-        *(getattr(pytest.mark, f) for f in sorted(families) if f != "unknown"),
-    ]
-    return pytest.param(PaperEvidenceSet(refs, data), id="paper:all-models", marks=marks)
+def weights_set(options: EvidenceOptions) -> Offer:
+    """``weights:all-models``: every pretrained model this machine has."""
+    return _model_set("weights", weights_offers(options, EvidenceRequest()))
 
 
-def _toy_grid_param(options: EvidenceOptions) -> Any:
+def toy_set(options: EvidenceOptions) -> Offer:
+    """``toy-<regime>:all-models``: every free toy run of the regime."""
+    from qkcore.models.toy.regimes import toy_regime
+
+    regime = toy_regime(options.toy_regime).name
+    return _model_set("toy", toy_offers(options, EvidenceRequest()), regime)
+
+
+def toy_grid(options: EvidenceOptions) -> Offer:
+    """``toy-<regime>:grid-n<seeds>``: the §10 grid, opt-in (``--toy-grid``)."""
     from qkcore.models.toy.grid import GRID_SEEDS
 
     seeds = options.toy_grid_seeds
     wanted = options.toy_grid or seeds is not None
     seeds = GRID_SEEDS if seeds is None else seeds
     if seeds < 2:
-        raise pytest.UsageError(f"--toy-grid-seeds must be >= 2 (rank tests); got {seeds}.")
+        raise QKError(f"--toy-grid-seeds must be >= 2 (rank tests); got {seeds}.")
     evidence = ToyGridEvidence(seeds, options.device, wanted=wanted, regime_spec=options.toy_regime)
-    marks = [pytest.mark.toy]
+    skip = ""
     if not wanted:
-        marks.append(
-            pytest.mark.skip(
-                reason="the toy grid is opt-in: pass --toy-grid (5 arms x 5 seeds, trained in "
-                "the --toy-regime and cached) or --toy-grid-seeds N"
-            )
+        skip = (
+            "the toy grid is opt-in: pass --toy-grid (5 arms x 5 seeds, trained in the "
+            "--toy-regime and cached) or --toy-grid-seeds N"
         )
     elif evidence.left_out:
         why = "; ".join(f"{arm} {reason}" for arm, reason in evidence.left_out.items())
-        marks.append(
-            pytest.mark.skip(
-                reason=f"{evidence.regime}: the §10 grid is paper-scale only in this regime, where "
-                f"its constrained arms do not form as the paper's all did - {why} (measured: "
-                f"{evidence.left_out_measured_by}). Every grid "
-                "claim reads one of them, so nothing is trained: run --toy-grid --toy-regime "
-                "paper (add --device cuda on a GPU)"
-            )
+        skip = (
+            f"{evidence.regime}: the §10 grid is paper-scale only in this regime, where its "
+            f"constrained arms do not form as the paper's all did - {why} (measured: "
+            f"{evidence.left_out_measured_by}). Every grid claim reads one of them, so nothing is "
+            "trained: run --toy-grid --toy-regime paper (add --device cuda on a GPU)"
         )
-    return pytest.param(evidence, id=evidence.evidence_id, marks=marks)
+    return Offer(evidence.ref, evidence, skip=skip, families=())
 
 
-#: kind -> the one parameter of ``@pytest.mark.evidence_set(kind, ...)``.
-SET_KINDS: dict[str, Callable[[EvidenceOptions], Any]] = {
-    "paper": _paper_set_param,
-    "weights": lambda options: _model_set_param(options, "weights"),
-    "toy": lambda options: _model_set_param(options, "toy"),
-    "toy-grid": _toy_grid_param,
-}
-
-
-def _builder(registry: Mapping[str, Callable], kind: str, marker: str) -> Callable:
-    if kind not in registry:
-        raise pytest.UsageError(
-            f"@pytest.mark.{marker}: kind {kind!r} is not one of {sorted(registry)} "
-            "(the registry: qkcore.evidence.params)"
-        )
-    return registry[kind]
-
-
-def evidence_parameters(options: EvidenceOptions, mark: pytest.Mark) -> list:
-    """Parameters of an ``evidence`` marker: every kind it names, in order."""
-    return [
-        param
-        for kind in mark.args
-        for param in _builder(KINDS, kind, "evidence")(options, mark.kwargs)
-    ]
-
-
-def evidence_set_parameters(options: EvidenceOptions, mark: pytest.Mark) -> list:
-    """Parameters of an ``evidence_set`` marker: one set per kind it names."""
-    return [_builder(SET_KINDS, kind, "evidence_set")(options) for kind in mark.args]
+PAPER = EvidenceKind(
+    name="paper",
+    label="paper data",
+    offers=paper_offers,
+    sets={"paper": paper_set},
+    options=(
+        Option(
+            "--paper-data",
+            dict(
+                default=None,
+                type=folder,
+                help="folder of the paper's released tables (default: $QK_PAPER_DATA); "
+                "without it the paper: tests skip",
+            ),
+        ),
+    ),
+    id_format="paper:<model>",
+    tolerance=Tolerance(
+        rtol=32 * 2**17 * _F64_UNIT,
+        derivation="the released tables are read as float64 and every statistic is a sum or "
+        "rank over at most 2^17 terms: a reordered sum moves by at most n u64 relative "
+        "(u64 = 2^-53), times 32 for the p(n) factors of BLAS bounds -> 4.7e-10",
+    ),
+)
+WEIGHTS = EvidenceKind(
+    name="weights",
+    label="recomputed weights",
+    offers=weights_offers,
+    sets={"weights": weights_set},
+    options=(
+        Option(
+            "--model",
+            dict(
+                action="append",
+                dest="models",
+                default=[],
+                metavar="SPEC",
+                help="add a model (hub name, local folder or .gguf path; repeatable) to every "
+                "claim that takes weights evidence",
+            ),
+        ),
+        Option(
+            "--model-forward",
+            dict(
+                default="auto",
+                choices=("auto", "transformer-lens", "transformers-hooks", "none"),
+                help="forward door of the weights models: auto (TransformerBridge where it "
+                "boots, else hooks on the transformers model), one of them, or none (weights "
+                "door only: the spectral claims run, the forward-pass claims skip)",
+            ),
+        ),
+        Option(
+            "--weights-sweeps",
+            dict(
+                action="store_true",
+                help="give pretrained per-head tables the exact per-head ablation sweep (every "
+                "head on all 50 sequences): dInd_rope / dICL_* columns (SmolLM2: ~26 min more "
+                "cold); off by default",
+            ),
+        ),
+    ),
+    id_format="weights:<model>",
+    tolerance=Tolerance(
+        rtol=2 * 30 * 576 * _F32_UNIT,
+        derivation="behaviour columns come from a float32 forward pass whose kernels depend on "
+        "the CPU (AVX-512, AVX2, default): each of L layers adds at most d u32 relative "
+        "(first-order bound of a d-term dot product, u32 = 2^-24), L d = 30 x 576 for SmolLM2, "
+        "the deepest default model, times 2 for the softmax and the statistic on top -> 2.1e-3",
+    ),
+)
+TOY = EvidenceKind(
+    name="toy",
+    label="toys",
+    offers=toy_offers,
+    sets={"toy": toy_set, "toy-grid": toy_grid},
+    options=(
+        Option(
+            "--toy-regime",
+            dict(
+                default="cpu",
+                metavar="SPEC",
+                help="training regime of the toys: 'cpu' (default, the measured CPU regime), "
+                "'paper' (the §10 protocol; ~30 min of one core per run on CPU), or either with "
+                "changed fields, e.g. 'cpu:lr=0.003,d_model=128,d_head=32'; evidence ids carry "
+                "it (toy-cpu:rope-s0)",
+            ),
+        ),
+        Option(
+            "--toy-seeds",
+            dict(
+                type=positive_int,
+                default=8,
+                help="seeds per scheme of the free toy runs (toy-<regime>:<scheme>-s<seed>), "
+                "judged as one population per scheme (7 of 8 must agree); default 8",
+            ),
+        ),
+        Option(
+            "--toy-grid",
+            dict(
+                action="store_true",
+                help="train (or read from the cache) the §10 grid on toys: 5 arms x 5 seeds "
+                "(toy-<regime>:grid-n5 evidence), off by default; the cpu regime leaves its "
+                "constrained arms to paper scale, so use it with --toy-regime paper (~9 h on 2 "
+                "CPU cores; --device cuda on a GPU)",
+            ),
+        ),
+        Option(
+            "--toy-grid-seeds",
+            dict(
+                type=grid_seeds,
+                default=None,
+                metavar="N",
+                help="seeds per arm of the toy grid (implies --toy-grid); default 5, the paper's n",
+            ),
+        ),
+        Option(
+            "--device",
+            dict(
+                default="cpu",
+                type=torch_device,
+                help="torch device for toy training (e.g. cuda where present); default cpu",
+            ),
+        ),
+    ),
+    id_format="toy-<regime>:<scheme>-s<seed> (population: -n<seeds>)",
+)
+#: The kinds this package ships, in report order (the one list of them).
+BUILTIN_KINDS: tuple[EvidenceKind, ...] = (PAPER, WEIGHTS, TOY)

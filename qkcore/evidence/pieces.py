@@ -31,7 +31,7 @@ import pandas as pd
 from qkcore.analysis.headtable import TableSpec, forward_column
 from qkcore.errors import ForwardUnavailable, QKError
 from qkcore.evidence.paper_data import PaperData
-from qkcore.evidence.refs import EvidenceRef
+from qkcore.evidence.refs import ALL_MODELS, EvidenceRef
 from qkcore.models import LoadedModel, load_model
 from qkcore.models.toy.model import ToyConfig
 
@@ -69,13 +69,10 @@ class BuildTask:
 
 @runtime_checkable
 class Evidence(Protocol):
-    """What every piece of evidence says about itself."""
+    """What every piece of evidence says about itself: which it is, and what must be built."""
 
     @property
-    def evidence_id(self) -> str: ...
-
-    @property
-    def kind(self) -> str: ...
+    def ref(self) -> EvidenceRef: ...
 
     def build_tasks(self) -> list[BuildTask]: ...
 
@@ -88,7 +85,6 @@ class PaperEvidence:
     data: PaperData
     broken: str = ""  # why the table cannot be read: only this evidence's tests error
 
-    kind = "paper"
     regime = "paper"
 
     @property
@@ -98,13 +94,13 @@ class PaperEvidence:
     def head_table(self) -> pd.DataFrame:
         if self.broken:
             raise QKError(self.broken)
-        return self.data.head_table(self.ref.name)
+        return self.data.head_table(self.ref.model)
 
     def history(self) -> pd.DataFrame:
         """The released checkpoint series in the common form (:mod:`qkcore.analysis.history`)."""
         from qkcore.analysis.history import paper_history
 
-        return paper_history(self.data.checkpoint_table(self.ref.name, "ckpt_analysis"))
+        return paper_history(self.data.checkpoint_table(self.ref.model, "ckpt_analysis"))
 
     def build_tasks(self) -> list[BuildTask]:
         return []
@@ -116,13 +112,16 @@ class PaperEvidenceSet:
 
     refs: tuple[EvidenceRef, ...]
     data: PaperData
-    evidence_id: str = "paper:all-models"
+    ref: EvidenceRef = EvidenceRef("paper", ALL_MODELS)  # noqa: RUF009 - frozen, immutable
 
-    kind = "paper"
     regime = "paper"
 
+    @property
+    def evidence_id(self) -> str:
+        return self.ref.evidence_id
+
     def tables(self) -> dict[EvidenceRef, pd.DataFrame]:
-        return {ref: self.data.head_table(ref.name) for ref in self.refs}
+        return {ref: self.data.head_table(ref.model) for ref in self.refs}
 
     def grid(self) -> dict:
         """Main cells of the released §10 grid: ``{arm: [GridRun]}``."""
@@ -161,7 +160,6 @@ class WeightsEvidence:
     #: columns (forward door closed) serves only a claim that declared weight columns alone
     columns: tuple[str, ...] | None = None
 
-    kind = "weights"
     regime = "pretrained"
 
     @property
@@ -199,7 +197,7 @@ class WeightsEvidence:
         # measured in cold CI runs on 2 cores, beside another build (SmolLM2 2.6 GiB alone,
         # benchmarks/bench_table_memory.py); a model not measured is guessed at SmolLM2's cost.
         # The full sweep adds ~1600 s (SmolLM2, benchmarks/bench_sweep.py).
-        cost = _TABLE_SECONDS.get(self.ref.name, 170.0) + (1600.0 if self.sweeps else 0.0)
+        cost = _TABLE_SECONDS.get(self.ref.model, 170.0) + (1600.0 if self.sweeps else 0.0)
         return [
             BuildTask(
                 key=("weights-table", self.spec, self.sweeps, self.forward),
@@ -241,8 +239,6 @@ class ToyEvidence:
     ref: EvidenceRef
     config: ToyConfig
     device: str = "cpu"
-
-    kind = "toy"
 
     @property
     def evidence_id(self) -> str:
@@ -320,15 +316,13 @@ class ModelSet:
     """Every available piece of one evidence kind (``weights`` or free ``toy`` runs) as a set:
     the unit of a multi-model claim. ``absent`` names the pieces this machine lacks."""
 
-    kind: str
+    ref: EvidenceRef  # kind:all-models (toys: of the run's one regime)
     members: tuple
     absent: tuple[str, ...] = ()
 
     @property
     def evidence_id(self) -> str:
-        if self.kind == "toy" and self.members:  # one regime per run: name it
-            return f"{self.members[0].regime}:all-models"
-        return f"{self.kind}:all-models"
+        return self.ref.evidence_id
 
     @property
     def regime(self) -> str:
@@ -362,15 +356,18 @@ class ToyGridEvidence:
     wanted: bool = True  # False: opt-in and not asked for (skipped; nothing to build)
     regime_spec: str = "cpu"
 
-    kind = "toy"
-
     @property
     def regime(self) -> str:
         return _regime(self.regime_spec).evidence_prefix
 
     @property
+    def ref(self) -> EvidenceRef:
+        name = _regime(self.regime_spec).name
+        return EvidenceRef("toy", "grid", regime=name, population=self.seeds)
+
+    @property
     def evidence_id(self) -> str:
-        return f"{self.regime}:grid-n{self.seeds}"
+        return self.ref.evidence_id
 
     @property
     def left_out(self) -> dict[str, str]:

@@ -2,7 +2,11 @@
 
 Layer: the top of qkcore. It may import every layer below; nothing in qkcore imports it.
 
+- :mod:`~qkcore.pytest_plugin.author`   - ``@claim`` and the ``claim`` fixture: the author's API
+- :mod:`~qkcore.pytest_plugin.catalogue` - the claims catalogue (claims/catalogue.toml)
 - :mod:`~qkcore.pytest_plugin.hooks`    - options, markers, the ``claim_record`` fixture, hooks
+- :mod:`~qkcore.pytest_plugin.kinds`    - the registry of evidence kinds (the extension point)
+- :mod:`~qkcore.pytest_plugin.evidence` - evidence flags, markers and parameters
 - :mod:`~qkcore.pytest_plugin.recorder` - what a claim test records
 - :mod:`~qkcore.pytest_plugin.verdicts` - a phase's verdict, the baseline's rules for one test
 - :mod:`~qkcore.pytest_plugin.session`  - the session's state, xdist aggregation
@@ -14,19 +18,34 @@ Layer: the top of qkcore. It may import every layer below; nothing in qkcore imp
 - :mod:`~qkcore.pytest_plugin.report`   - claims.json, claims.md, claims.html
 """
 
+from qkcore.pytest_plugin.author import Claim, claim
+from qkcore.pytest_plugin.evidence import add_kind_options
 from qkcore.pytest_plugin.hooks import (
+    claim_fixture,
     claim_record,
+    paper_data,
+    pytest_addhooks,
     pytest_addoption,
     pytest_configure,
+    pytest_generate_tests,
+    pytest_runtest_call,
     pytest_runtest_makereport,
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
 
 __all__ = [
+    "Claim",
+    "add_kind_options",
+    "claim",
+    "claim_fixture",
     "claim_record",
+    "paper_data",
+    "pytest_addhooks",
     "pytest_addoption",
     "pytest_configure",
+    "pytest_generate_tests",
+    "pytest_runtest_call",
     "pytest_runtest_makereport",
     "pytest_sessionfinish",
     "pytest_terminal_summary",

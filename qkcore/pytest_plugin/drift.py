@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -204,11 +204,13 @@ def compare_rows(
     old: Mapping[str, RowRecord],
     new: Mapping[str, RowRecord],
     *,
-    numbers_for: Iterable[str] = tuple(TOLERANCES),
+    tolerances: Mapping[str, Tolerance] = TOLERANCES,
 ) -> Drift:
-    """Compare rows matched by node id (module docstring); skipped rows never count."""
+    """Compare rows matched by node id (module docstring); skipped rows never count.
+
+    ``tolerances``: the deterministic kinds whose values are compared, with their rounding
+    bounds (default: the built-in kinds'; a session passes its registry's)."""
     drift = Drift()
-    numbered = set(numbers_for)
     for nodeid, now in sorted(new.items()):
         before = old.get(nodeid)
         if before is None:
@@ -246,7 +248,7 @@ def compare_rows(
                 )
                 drift.unstable.append(change)
             continue
-        tolerance = TOLERANCES.get(now.kind) if now.kind in numbered else None
+        tolerance = tolerances.get(now.kind)
         if tolerance is not None:
             moves, compared, within = _numbers(nodeid, before, now, tolerance)
             drift.numbers += moves

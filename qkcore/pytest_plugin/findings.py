@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from qkcore.pytest_plugin.checks import describe
-from qkcore.pytest_plugin.result import EVIDENCE_KINDS, ClaimResult
+from qkcore.pytest_plugin.result import ClaimResult
 
 __all__ = [
     "RULES",
@@ -65,10 +65,9 @@ def summary(results: list[ClaimResult]) -> list[dict[str, Any]]:
     for claim in sorted(by_claim, key=claim_key):
         rows = by_claim[claim]
         verdicts: dict[str, dict[str, int]] = {}
-        for kind in EVIDENCE_KINDS:
+        for kind in dict.fromkeys(r.evidence_kind for r in rows):
             counts = Counter(r.verdict or "error" for r in rows if r.evidence_kind == kind)
-            if counts:
-                verdicts[kind] = {v: counts[v] for v in VERDICT_ORDER if counts[v]}
+            verdicts[kind] = {v: counts[v] for v in VERDICT_ORDER if counts[v]}
         statement = next((r.statement for r in rows if r.statement), "")
         out.append({"claim": claim, "statement": statement, "verdicts": verdicts})
     return out

@@ -27,11 +27,20 @@ from pathlib import Path
 
 import pytest
 
-from qkcore.evidence.refs import EVIDENCE_KINDS, SCHEME_FAMILIES
+import qkcore.pytest_plugin.hookspecs as hookspecs
+from qkcore.pytest_plugin.author import Claim, PremiseUnmet
 from qkcore.pytest_plugin.baseline import write_baseline
 from qkcore.pytest_plugin.compare import CompareError, load_run, write_comparison
 from qkcore.pytest_plugin.drift import Drift
-from qkcore.pytest_plugin.populations import add_populations, seed_of
+from qkcore.pytest_plugin.evidence import (
+    add_builtin_options,
+    evidence_ref,
+    generate_evidence,
+    kinds_of,
+    paper_data,
+    register_evidence,
+)
+from qkcore.pytest_plugin.populations import add_populations
 from qkcore.pytest_plugin.prepare import PreparePhase
 from qkcore.pytest_plugin.recorder import ClaimRecorder
 from qkcore.pytest_plugin.report import publish_latest, run_report_dir, write_reports
@@ -41,7 +50,6 @@ from qkcore.pytest_plugin.session import (
     ClaimsSession,
     SessionState,
     compare_with_baseline,
-    evidence_id,
     fails_the_run,
     judged_rows,
 )
@@ -49,9 +57,14 @@ from qkcore.pytest_plugin.terminal import write_summary
 from qkcore.pytest_plugin.verdicts import apply_baseline, phase_verdict
 
 __all__ = [
+    "claim_fixture",
     "claim_record",
+    "paper_data",
+    "pytest_addhooks",
     "pytest_addoption",
     "pytest_configure",
+    "pytest_generate_tests",
+    "pytest_runtest_call",
     "pytest_runtest_makereport",
     "pytest_sessionfinish",
     "pytest_terminal_summary",
@@ -62,7 +75,12 @@ _state_key = pytest.StashKey[SessionState]()
 _summary_key = pytest.StashKey[tuple]()
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
+    add_builtin_options(parser)  # the evidence kinds' flags (qkcore.evidence.params)
     group = parser.getgroup("claims", "claims report and verdict baseline")
     group.addoption(
         "--claims-baseline",
@@ -123,10 +141,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "claim(id, section, statement): a test of one claim of the paper (qkcore plugin)"
     )
-    for kind in EVIDENCE_KINDS:
-        config.addinivalue_line("markers", f"{kind}: evidence of kind '{kind}' (qkcore plugin)")
-    for scheme in SCHEME_FAMILIES:
-        config.addinivalue_line("markers", f"{scheme}: evidence with positional scheme {scheme}")
+    register_evidence(config)
     other = config.getoption("--claims-compare", None)
     if other and not hasattr(config, "workerinput"):
         try:
@@ -139,12 +154,37 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(PreparePhase(config), "qk-claims-prepare")
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    generate_evidence(metafunc)
+
+
 @pytest.fixture
 def claim_record(request: pytest.FixtureRequest) -> ClaimRecorder:
     """Recorder of a claim test's measurements; the report is built only from these."""
     recorder = ClaimRecorder()
     request.node.stash[_records_key] = recorder
     return recorder
+
+
+@pytest.fixture(name="claim")
+def claim_fixture(request: pytest.FixtureRequest, claim_record: ClaimRecorder) -> Claim:
+    """What a ``@claim`` test judges with (:class:`~qkcore.pytest_plugin.author.Claim`)."""
+    marker = request.node.get_closest_marker("claim")
+    entry = marker.kwargs.get("entry") if marker is not None else None
+    if entry is None:
+        raise pytest.UsageError(
+            f"{request.node.nodeid}: the claim fixture serves tests marked with "
+            "@claim(ID, evidence=...) from qkcore.pytest_plugin (their catalogue entry)"
+        )
+    return Claim(entry, evidence_ref(request.node), claim_record)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    try:
+        return (yield)
+    except PremiseUnmet:  # the premise check is recorded: the row is not-applicable
+        return None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -159,22 +199,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     verdict, reason = phase_verdict(report, call, recorder)
     if verdict is None:
         return
-    population = seed_of(evidence_id(item))
+    ref = evidence_ref(item)
     apply_baseline(
         report,
         verdict,
         reason,
         expected=state.baseline.get(item.nodeid) if state.check_baseline else None,
-        seed_population=population[0] if population else None,
+        seed=ref.evidence_id if ref is not None and ref.is_seed else None,
         label=state.baseline_label,
     )
     function = getattr(item, "function", None)
     result = ClaimResult(
         nodeid=item.nodeid,
         claim=marker.args[0] if marker.args else marker.kwargs.get("id"),
-        evidence=evidence_id(item),
+        evidence=ref.evidence_id if ref is not None else _parameter_id(item),
+        ref=ref,
         section=str(marker.kwargs.get("section", "")),
         statement=marker.kwargs.get("statement", ""),
+        source=getattr(marker.kwargs.get("entry"), "source", ""),
         verdict=verdict,
         reason=reason,
         duration_s=float(getattr(report, "duration", 0.0)),
@@ -192,11 +234,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state.is_worker or not state.results:
         return
     state.results.update(add_populations(state.results))
-    drift = compare_with_baseline(state)
+    drift = compare_with_baseline(state, kinds_of(session.config).tolerances())
     state_summary = drift.to_json() | {"baseline": state.baseline_label}
     report_dir = run_report_dir(session.config, state)
     results = list(state.results.values())
-    paths = write_reports(results, report_dir, state_summary, _toy_regimes(session.config, results))
+    paths = write_reports(
+        results,
+        report_dir,
+        state_summary,
+        _toy_regimes(session.config, results),
+        kinds_of(session.config).columns(),
+    )
     other = session.config.getoption("--claims-compare", None)
     if other:
         paths.append(write_comparison(Path(other), paths[0], report_dir / "comparison.md"))
@@ -209,13 +257,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     session.config.stash[_summary_key] = (paths, latest, drift, changes)
 
 
+def _parameter_id(item: pytest.Item) -> str:
+    """A test parametrized over something other than evidence: its parameters' id."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.id if callspec is not None else ""
+
+
 def _toy_regimes(config: pytest.Config, results: Iterable[ClaimResult]) -> dict[str, str]:
     """``{"toy-cpu": <how the regime departs from the paper>}`` when toys of it were judged."""
     from qkcore.models.toy.regimes import toy_regime
 
     regime = toy_regime(config.getoption("--toy-regime", default="cpu"))
-    used = {r.evidence.split(":", 1)[0] for r in results}
-    return {regime.evidence_prefix: regime.describe()} if regime.evidence_prefix in used else {}
+    used = {r.ref.regime for r in results if r.ref is not None and r.ref.kind == "toy"}
+    return {regime.evidence_prefix: regime.describe()} if regime.name in used else {}
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -32,10 +32,10 @@ Example::
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from math import comb
 
+from qkcore.evidence.refs import EvidenceRef
 from qkcore.pytest_plugin.result import ClaimResult
 
 __all__ = [
@@ -45,7 +45,6 @@ __all__ = [
     "agreement_needed",
     "binomial_tail",
     "population_verdict",
-    "seed_of",
 ]
 
 #: the largest chance, under a fair coin per seed, at which agreement decides a population
@@ -67,15 +66,6 @@ def agreement_needed(n: int) -> int | None:
 
 #: the fewest applicable seeds at which full agreement can decide
 MIN_SEEDS = next(n for n in range(1, 64) if agreement_needed(n) is not None)
-_SEED = re.compile(r"^(?P<kind>toy[a-z0-9-]*):(?P<name>.+)-s(?P<seed>\d+)$")
-
-
-def seed_of(evidence: str) -> tuple[str, int] | None:
-    """``("toy-cpu:rope", 2)`` for ``toy-cpu:rope-s2``; None for evidence that is not a toy seed."""
-    match = _SEED.match(evidence)
-    if match is None:
-        return None
-    return f"{match['kind']}:{match['name']}", int(match["seed"])
 
 
 def population_verdict(seeds: dict[str, str]) -> tuple[str, str]:
@@ -115,18 +105,18 @@ def _population_nodeid(nodeid: str, seed_evidence: str, population: str) -> str:
 
 
 def add_populations(results: dict[str, ClaimResult]) -> dict[str, ClaimResult]:
-    """Mark toy seed rows as details and return the population rows they make (by node id)."""
-    groups: dict[tuple[str, str], list[ClaimResult]] = defaultdict(list)
+    """Mark seed rows as details and return the population rows they make (by node id)."""
+    groups: dict[tuple[str, EvidenceRef], list[ClaimResult]] = defaultdict(list)
     for result in results.values():
-        found = seed_of(result.evidence)
-        if found is None:
+        if result.ref is None or result.ref.seed is None:
             continue
         test = result.nodeid.split("[", 1)[0]
-        groups[(test, found[0])].append(result)
+        groups[(test, result.ref.recipe)].append(result)
     populations: dict[str, ClaimResult] = {}
-    for (_, name), rows in sorted(groups.items()):
-        rows.sort(key=lambda r: seed_of(r.evidence)[1])
-        evidence = f"{name}-n{len(rows)}"
+    for (_, recipe), rows in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1].evidence_id)):
+        rows.sort(key=lambda r: r.ref.seed if r.ref is not None and r.ref.seed is not None else 0)
+        ref = recipe.population_of(len(rows))
+        evidence = ref.evidence_id
         nodeid = _population_nodeid(rows[0].nodeid, rows[0].evidence, evidence)
         verdict, reason = population_verdict({r.evidence: r.verdict or "error" for r in rows})
         for row in rows:
@@ -137,6 +127,7 @@ def add_populations(results: dict[str, ClaimResult]) -> dict[str, ClaimResult]:
             nodeid=nodeid,
             claim=first.claim,
             evidence=evidence,
+            ref=ref,
             section=first.section,
             statement=first.statement,
             verdict=verdict,

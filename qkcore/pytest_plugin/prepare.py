@@ -2,8 +2,9 @@
 
 Which evidence the tests need is read from what was collected (``-k`` and deselection
 included): in a plain run from the items' ``evidence`` / ``evidence_set`` parameters; under
-xdist, in the controller, from the test ids the first worker collected, mapped to pieces by
-the evidence registry (:mod:`qkcore.evidence.params`). The builds then run in a process pool
+xdist, in the controller, which has no items, by looking the parameter ids of the tests the
+first worker collected up among the ids of every piece the kinds offer
+(:func:`~qkcore.pytest_plugin.evidence.all_pieces`). The builds then run in a process pool
 with progress on the terminal (:func:`qkcore.evidence.prepare.prepare`) while the workers
 wait, and the tests read caches. Nothing is built for ``--collect-only`` or
 ``--claims-prepare=off`` (tests then build lazily, silently, as before).
@@ -13,43 +14,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any
 
 import pytest
 
 from qkcore.evidence.pieces import BuildTask
-
-if TYPE_CHECKING:
-    from qkcore.evidence.options import EvidenceOptions
+from qkcore.pytest_plugin.evidence import all_pieces
 
 __all__ = ["PreparePhase", "pieces_for_ids"]
 
 _PARAM_ID = re.compile(r"\[(?P<id>.*)\]$")
 
 
-def pieces_for_ids(ids: Iterable[str], options: EvidenceOptions) -> list:
-    """The evidence pieces named by collected test ids (``...::test_x[toy-cpu:rope-s1]``)."""
-    from qkcore.evidence.params import KINDS, SET_KINDS
+def pieces_for_ids(ids: Iterable[str], pieces: dict[str, Any]) -> list[Any]:
+    """The pieces (``pieces``: by evidence id) that collected test ids name.
 
-    by_id: dict[str, object] = {}
-    for builder in KINDS.values():
-        for param in builder(options, {}):
-            piece = param.values[0]
-            # a skipped parameter may hold a bare EvidenceRef (paper:unavailable): nothing to build
-            if hasattr(piece, "build_tasks"):
-                by_id.setdefault(getattr(piece, "evidence_id", param.id), piece)
-    for builder in SET_KINDS.values():
-        piece = builder(options).values[0]
-        if hasattr(piece, "build_tasks"):
-            by_id.setdefault(piece.evidence_id, piece)
+    A test id's parameter part is looked up whole (``test_x[toy-cpu:rope-s1]``); a test with
+    several parameters joins their ids with "-", so an evidence id is also found as one of its
+    "-"-delimited runs. Evidence ids are only compared, never taken apart.
+    """
     wanted = []
     for node_id in ids:
         match = _PARAM_ID.search(node_id)
         if match is None:
             continue
-        # pytest joins several parameters' ids with "-"; evidence ids hold "-" themselves
+        found = pieces.get(match["id"])
+        if found is not None:
+            wanted.append(found)
+            continue
         joined = f"-{match['id']}-"
-        wanted += [piece for eid, piece in by_id.items() if f"-{eid}-" in joined]
+        wanted += [piece for eid, piece in pieces.items() if f"-{eid}-" in joined]
     return wanted
 
 
@@ -75,13 +69,7 @@ class PreparePhase:
         config = self.config
         if self.done or hasattr(config, "workerinput") or config.option.collectonly:
             return False
-        if config.getoption("--claims-prepare") == "off":
-            return False
-        try:  # the evidence options exist only where the claims suite's conftest is loaded
-            config.getoption("--toy-seeds")
-        except ValueError:
-            return False
-        return True
+        return config.getoption("--claims-prepare") != "off"
 
     def _run(self, pieces: list) -> None:
         from qkcore.evidence.prepare import prepare
@@ -129,6 +117,4 @@ class PreparePhase:
         # every worker collects the same tests: the first one's ids decide; the scheduler
         # starts only after this returns, so the workers wait on cached evidence
         if self._enabled():
-            from qkcore.evidence.options import EvidenceOptions
-
-            self._run(pieces_for_ids(ids, EvidenceOptions.from_config(self.config)))
+            self._run(pieces_for_ids(ids, all_pieces(self.config)))

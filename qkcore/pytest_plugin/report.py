@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from qkcore.pytest_plugin.findings import errata, sorted_results, summary
+from qkcore.pytest_plugin.kinds import builtin_registry
 from qkcore.pytest_plugin.report_html import render_html
 from qkcore.pytest_plugin.report_md import render_markdown
 from qkcore.pytest_plugin.result import ClaimResult
@@ -83,12 +84,16 @@ def write_reports(
     out_dir: Path,
     baseline: dict[str, Any],
     toy_regimes: dict[str, str] | None = None,
+    columns: list[tuple[str, str]] | None = None,
 ) -> list[Path]:
     """Write claims.json, claims.md and claims.html into ``out_dir``; returns their paths.
 
     ``toy_regimes`` maps the evidence prefix of the toys judged (``toy-cpu``) to the line that
     says how their regime departs from the paper's protocol; every report shows it.
+    ``columns``: ``(evidence kind, label)`` of the summary's columns (default: the built-in
+    kinds', :meth:`~qkcore.pytest_plugin.kinds.KindRegistry.columns`).
     """
+    columns = columns or builtin_registry().columns()
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = sorted_results(results)
     regimes = toy_regimes or {}
@@ -115,8 +120,8 @@ def write_reports(
         out_dir / n for n in ("claims.json", "claims.md", "claims.html")
     )
     _atomic_write(json_path, json.dumps(payload, indent=1) + "\n")
-    _atomic_write(md_path, render_markdown(rows, baseline, created, regimes))
-    _atomic_write(html_path, render_html(rows, baseline, created, found, regimes))
+    _atomic_write(md_path, render_markdown(rows, baseline, created, regimes, columns))
+    _atomic_write(html_path, render_html(rows, baseline, created, found, regimes, columns))
     return [json_path, md_path, html_path]
 
 

@@ -21,6 +21,7 @@ from qkcore.pytest_plugin.findings import (
     row_details,
     summary,
 )
+from qkcore.pytest_plugin.kinds import builtin_registry
 from qkcore.pytest_plugin.result import ClaimResult
 
 __all__ = ["render_html"]
@@ -87,8 +88,10 @@ def render_html(
     created: str,
     errata: list[dict[str, Any]],
     toy_regimes: dict[str, str] | None = None,
+    columns: list[tuple[str, str]] | None = None,
 ) -> str:
     esc = html.escape
+    columns = columns or builtin_registry().columns()
     totals = Counter(r.verdict or "error" for r in results if not r.is_detail)
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>Claims report</title>",
@@ -129,12 +132,13 @@ def render_html(
         parts.append("</table>")
     parts.append(
         "<h2>Which claims hold</h2><table><tr><th>claim</th><th>statement</th>"
-        "<th>paper data</th><th>recomputed weights</th><th>toys</th><th>other</th></tr>"
+        + "".join(f"<th>{esc(label)}</th>" for _, label in columns)
+        + "</tr>"
     )
     for entry in summary(results):
         cells = "".join(
             f"<td>{esc(counts_text(entry['verdicts'].get(kind, {})) or '-')}</td>"
-            for kind in ("paper", "weights", "toy", "simulation")
+            for kind, _ in columns
         )
         parts.append(
             f"<tr><td><a href='#{esc(entry['claim'])}'>{esc(entry['claim'])}</a></td>"

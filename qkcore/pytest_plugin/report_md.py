@@ -22,6 +22,7 @@ from qkcore.pytest_plugin.findings import (
     row_details,
     summary,
 )
+from qkcore.pytest_plugin.kinds import builtin_registry
 from qkcore.pytest_plugin.result import ClaimResult
 
 __all__ = ["MD_LIMIT", "render_markdown"]
@@ -39,7 +40,9 @@ def render_markdown(
     baseline: dict[str, Any],
     created: str,
     toy_regimes: dict[str, str] | None = None,
+    columns: list[tuple[str, str]] | None = None,
 ) -> str:
+    columns = columns or builtin_registry().columns()
     totals = Counter(r.verdict or "error" for r in results if not r.is_detail)
     head = [
         "# Claims report",
@@ -57,14 +60,11 @@ def render_markdown(
     head += [
         "## Which claims hold",
         "",
-        "| claim | statement | paper data | recomputed weights | toys | other |",
-        "|---|---|---|---|---|---|",
+        "| claim | statement | " + " | ".join(label for _, label in columns) + " |",
+        "|---|---|" + "---|" * len(columns),
     ]
     for entry in summary(results):
-        cells = [
-            counts_text(entry["verdicts"].get(kind, {})) or "-"
-            for kind in ("paper", "weights", "toy", "simulation")
-        ]
+        cells = [counts_text(entry["verdicts"].get(kind, {})) or "-" for kind, _ in columns]
         head.append(
             f"| {entry['claim']} | {_cell(first_sentence(entry['statement']))} | "
             + " | ".join(cells)

@@ -6,8 +6,9 @@ session results and every report at once.
 
 Example::
 
+    ref = EvidenceRef("paper", "gpt2", "ape")
     result = ClaimResult(nodeid="claims/test_s6_signature.py::test_x[paper:gpt2]", claim="S6b",
-                         evidence="paper:gpt2", verdict="supported")
+                         evidence=ref.evidence_id, ref=ref, verdict="supported")
     ClaimResult.from_json(result.to_json()) == result       # True
     result.evidence_kind                                     # 'paper'
 """
@@ -17,14 +18,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from qkcore.evidence.refs import EVIDENCE_KINDS as EVIDENCE_SOURCES
+from qkcore.evidence.refs import EvidenceRef
 from qkcore.pytest_plugin.checks import Check
 
-__all__ = ["EVIDENCE_KINDS", "ClaimResult"]
-
-#: Report columns by evidence kind; a row without evidence (a simulation) is ``simulation``.
-#: Evidence kinds of a result row: the evidence layer's, and tests with no evidence parameter.
-EVIDENCE_KINDS = (*EVIDENCE_SOURCES, "simulation")
+__all__ = ["ClaimResult"]
 
 
 @dataclass
@@ -33,9 +30,14 @@ class ClaimResult:
 
     nodeid: str
     claim: str
+    #: the evidence id (``ref.evidence_id``; for a test without evidence, its parameters' id)
     evidence: str = ""
+    #: which evidence, by field (None: a test with no evidence parameter, e.g. a simulation)
+    ref: EvidenceRef | None = None
     section: str = ""
     statement: str = ""
+    #: where the claim's sentence stands (``qk_spectral.tex:306``), from the catalogue
+    source: str = ""
     verdict: str | None = None
     reason: str = ""
     duration_s: float = 0.0
@@ -57,9 +59,7 @@ class ClaimResult:
 
     @property
     def evidence_kind(self) -> str:
-        kind = self.evidence.split(":", 1)[0] if ":" in self.evidence else ""
-        kind = kind.split("-", 1)[0]  # toy-cpu -> toy: the regime is not a kind
-        return kind if kind in EVIDENCE_KINDS else "simulation"
+        return self.ref.kind if self.ref is not None else "simulation"
 
     @property
     def margin(self) -> float | None:
@@ -74,6 +74,7 @@ class ClaimResult:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["ref"] = self.ref.to_json() if self.ref is not None else None
         data["checks"] = [c.to_json() for c in self.checks]
         data["margin"] = self.margin
         return data
@@ -82,4 +83,6 @@ class ClaimResult:
     def from_json(cls, data: dict[str, Any]) -> ClaimResult:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known["checks"] = [Check.from_json(c) for c in data.get("checks", [])]
+        ref = data.get("ref")
+        known["ref"] = EvidenceRef.from_json(ref) if isinstance(ref, dict) else None
         return cls(**known)

@@ -9,6 +9,7 @@ merges phases (:func:`~qkcore.pytest_plugin.verdicts.merge_phase`).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from qkcore.pytest_plugin.baseline import Baseline, read_baseline
 from qkcore.pytest_plugin.drift import Drift, compare_rows
 from qkcore.pytest_plugin.result import ClaimResult
 from qkcore.pytest_plugin.rowrecord import RowRecord
+from qkcore.pytest_plugin.tolerance import TOLERANCES, Tolerance
 from qkcore.pytest_plugin.verdicts import merge_phase
 
 __all__ = [
@@ -25,7 +27,6 @@ __all__ = [
     "ClaimsSession",
     "SessionState",
     "compare_with_baseline",
-    "evidence_id",
     "fails_the_run",
     "is_full_selection",
     "judged_rows",
@@ -118,22 +119,6 @@ def is_full_selection(config: pytest.Config) -> bool:
     return True
 
 
-def evidence_id(item: pytest.Item) -> str:
-    """The ``paper:<model>`` / ``weights:<model>`` / ``toy-<regime>:<scheme>-s<seed>`` of a test.
-
-    Parameters built with :func:`qkcore.evidence.refs.evidence_params` carry an
-    ``evidence_id``; otherwise the whole parametrization id stands in.
-    """
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return ""
-    for value in callspec.params.values():
-        found = getattr(value, "evidence_id", None)
-        if isinstance(found, str):
-            return found
-    return callspec.id
-
-
 def judged_rows(state: SessionState) -> dict[str, RowRecord]:
     """This run's rows that carry a verdict (toy seeds are judged through their populations)."""
     return {
@@ -143,12 +128,14 @@ def judged_rows(state: SessionState) -> dict[str, RowRecord]:
     }
 
 
-def compare_with_baseline(state: SessionState) -> Drift:
+def compare_with_baseline(
+    state: SessionState, tolerances: Mapping[str, Tolerance] = TOLERANCES
+) -> Drift:
     """What moved against the baseline (:mod:`~qkcore.pytest_plugin.drift`; skips never
     count: which evidence is present depends on the machine)."""
     if not state.check_baseline:
         return Drift()
-    drift = compare_rows(state.baseline.records(), judged_rows(state))
+    drift = compare_rows(state.baseline.records(), judged_rows(state), tolerances=tolerances)
     drift.missing = []  # rows this run did not select are not missing
     return drift
 

@@ -101,21 +101,21 @@ def apply_baseline(
     reason: str,
     *,
     expected: str | None,
-    seed_population: str | None,
+    seed: str | None,
     label: str,
 ) -> None:
     """Turn the call report into what the baseline says of it (module docstring).
 
-    ``expected`` is the baseline's verdict (None: unknown, or not checked); ``seed_population``
-    the population that judges a toy seed's row (None for any other row).
+    ``expected`` is the baseline's verdict (None: unknown, or not checked); ``seed`` the
+    evidence id of a toy seed's row, judged through its population (None for any other row).
     """
     if report.when != "call":
         return
-    if seed_population is not None:
+    if seed is not None:
         expected = None  # a seed is a detail: its population is compared at the session's end
         if verdict == "refuted":
             report.outcome = "skipped"
-            report.wasxfail = f"toy seed refuted; judged as the population {seed_population}"
+            report.wasxfail = f"toy seed {seed} refuted; judged with its population of seeds"
     if verdict == "refuted" and expected == "refuted":
         report.outcome = "skipped"
         report.wasxfail = f"known refuted (baseline {label})"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -14,14 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qkcore.errors import QKError
+from qkcore.evidence.kinds import EvidenceRequest
 from qkcore.evidence.options import EvidenceOptions
-from qkcore.evidence.params import SET_KINDS, paper_params
+from qkcore.evidence.params import paper_offers, paper_set
 from qkcore.evidence.pieces import PaperEvidence
 
 MODELS = ("gpt2", "pythia-160m", "llama-3-8b", "newmodel")
 KINDS = ("head_full", "ckpt_summary", "ckpt_analysis", "kernel_curves")
 STATES = ("valid", "corrupt", "no-required-column", "extra-columns")
-MARKERS = (
+MARKERS: tuple[dict[str, Any], ...] = (
     {},
     {"checkpoints": True},
     {"columns": ("prev", "rope_imag_frac")},
@@ -84,10 +86,9 @@ def test_any_file_set_gives_parameters_without_raising(tables, run_names, extra)
         _write(root, tables, run_names, extra)
         options = EvidenceOptions(paper_data=str(root))
         for marker in MARKERS:
-            for param in paper_params(options, marker):
-                piece = param.values[0]
-                skipped = any(m.name == "skip" for m in param.marks)
-                if skipped or not isinstance(piece, PaperEvidence):
+            for offer in paper_offers(options, EvidenceRequest.from_keywords(marker)):
+                piece = offer.piece
+                if offer.skip or not isinstance(piece, PaperEvidence):
                     continue
                 if marker.get("checkpoints"):  # a history needs the analysis series
                     state = tables.get((piece.ref.name, "ckpt_analysis"))
@@ -99,10 +100,10 @@ def test_any_file_set_gives_parameters_without_raising(tables, run_names, extra)
                         piece.head_table()
                 else:
                     assert len(piece.head_table()) == 3
-        SET_KINDS["paper"](options)
+        paper_set(options)
         data_models = {m for (m, k), s in tables.items() if k == "head_full"}
         readable = {
             m for m in data_models if tables[(m, "head_full")] in ("valid", "extra-columns")
         }
-        evidence_set = SET_KINDS["paper"](options).values[0]
+        evidence_set = paper_set(options).piece
         assert {ref.name for ref in evidence_set.refs} == readable

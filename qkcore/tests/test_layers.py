@@ -105,11 +105,14 @@ def test_imports_point_down():
     wrong = []
     for module, targets in internal_edges().items():
         for target in targets:
+            there = part_of(target)
+            assert there is not None, f"{target} is in no layer of LAYERS"
             if module == "qkcore":
-                if LAYERS[part_of(target)] > FACADE_MAX_LAYER:
+                if LAYERS[there] > FACADE_MAX_LAYER:
                     wrong.append(f"qkcore (facade) -> {target}")
                 continue
-            here, there = part_of(module), part_of(target)
+            here = part_of(module)
+            assert here is not None, f"{module} is in no layer of LAYERS"
             if here != there and LAYERS[there] >= LAYERS[here]:
                 wrong.append(f"{module} (layer {LAYERS[here]}) -> {target} (layer {LAYERS[there]})")
     assert not wrong, "imports that do not point down:\n" + "\n".join(sorted(wrong))
@@ -174,15 +177,26 @@ def test_no_private_name_crosses_a_module():
     assert not wrong, "\n".join(wrong)
 
 
-def _library_and_evidence_files() -> list[Path]:
-    """qkcore's modules and the claims conftest; claim test modules are one per paper section by
-    design (their length is docstrings stating each claim's reading), so they are exempt."""
-    return [*library_modules().values(), REPO / "claims" / "conftest.py"]
+def _library_files() -> list[Path]:
+    """qkcore's modules; claim test modules are one per paper section by design (their length
+    is docstrings stating each claim's reading), so they are exempt."""
+    return list(library_modules().values())
 
 
-@pytest.mark.parametrize(
-    "path", _library_and_evidence_files(), ids=lambda p: str(p.relative_to(REPO))
-)
+def test_only_the_plugin_imports_pytest():
+    """The computing layers and the evidence layer know nothing of pytest: the plugin turns
+    what they offer into parameters, so the library serves any other runner too."""
+    allowed = ("qkcore.pytest_plugin", "qkcore.tests", "qkcore.testing")
+    wrong = [
+        name
+        for name, path in library_modules().items()
+        if not name.startswith(allowed)
+        and any(target.split(".")[0] == "pytest" for target, _, _ in imports_of(path, name))
+    ]
+    assert not wrong, f"import pytest outside the plugin: {wrong}"
+
+
+@pytest.mark.parametrize("path", _library_files(), ids=lambda p: str(p.relative_to(REPO)))
 def test_long_modules_say_why(path: Path):
     """A module over ~300 lines states, at its top, why it is one module."""
     text = path.read_text()

@@ -8,12 +8,13 @@ import pytest
 
 CLAIM_TESTS = '''
 import pytest
-from qkcore.evidence.refs import EvidenceRef, evidence_params
+from qkcore.evidence.refs import EvidenceRef
+from qkcore.pytest_plugin.evidence import evidence_params
 
 REFS = [
     EvidenceRef("paper", "gpt2", "ape"),
     EvidenceRef("paper", "pythia-410m", "rope-partial"),
-    EvidenceRef("toy", "alibi-s0", "alibi"),
+    EvidenceRef("toy", "alibi", "alibi", seed=0),
 ]
 VALUES = {"paper:gpt2": 0.21, "paper:pythia-410m": 0.89, "toy:alibi-s0": 0.95}
 
@@ -360,13 +361,13 @@ def test_partial_run_keeps_latest_and_says_where_its_report_went(pytester: pytes
 
 SEED_TESTS = """
 import pytest
-from qkcore.evidence.refs import EvidenceRef, evidence_params
+from qkcore.evidence.refs import EvidenceRef
+from qkcore.pytest_plugin.evidence import evidence_params
 
 # rope: 8 of 8 seeds support; ape: 6 of 8 (7 are needed at n = 8)
 VALUES = {f"toy:rope-s{i}": 0.9 for i in range(8)} | {"toy:rope-s1": 0.85}
 VALUES |= {f"toy:ape-s{i}": 0.9 for i in range(8)} | {"toy:ape-s1": 0.1, "toy:ape-s5": 0.2}
-REFS = [EvidenceRef("toy", name.split(":")[1], name.split(":")[1].split("-")[0])
-        for name in VALUES]
+REFS = [EvidenceRef("toy", scheme, scheme, seed=i) for scheme in ("rope", "ape") for i in range(8)]
 
 
 @pytest.mark.claim("S6a", section="6", statement="rotational")
@@ -492,17 +493,18 @@ def test_scores(claim_record):
 POPULATION_TESTS = """
 import json, pathlib
 import pytest
-from qkcore.evidence.refs import EvidenceRef, evidence_params
+from qkcore.evidence.refs import EvidenceRef
+from qkcore.pytest_plugin.evidence import evidence_params
 
 # each seed's verdict, from a file the test rewrites between runs
 SIDES = json.loads(pathlib.Path("sides.json").read_text())
-REFS = [EvidenceRef("toy", f"rope-s{i}", "rope") for i in range(len(SIDES))]
+REFS = [EvidenceRef("toy", "rope", "rope", seed=i) for i in range(len(SIDES))]
 
 
 @pytest.mark.claim("P3", section="press", statement="a population")
 @pytest.mark.parametrize("ref", evidence_params(REFS))
 def test_population(ref, claim_record):
-    side = SIDES[int(ref.evidence_id.rsplit("-s", 1)[1])]
+    side = SIDES[ref.seed]
     value = {"supported": 0.9, "refuted": 0.1}.get(side, 0.5)
     claim_record.check("pct", value, ">=", 0.8, kind="statement",
                        interval=(0.7, 0.9) if side == "inconclusive" else None)
@@ -589,7 +591,8 @@ def test_counts_that_shift_beyond_chance_are_red_even_when_the_verdict_stands(
 DETERMINISTIC_TESTS = """
 import json, pathlib
 import pytest
-from qkcore.evidence.refs import EvidenceRef, evidence_params
+from qkcore.evidence.refs import EvidenceRef
+from qkcore.pytest_plugin.evidence import evidence_params
 
 VALUE = json.loads(pathlib.Path("value.json").read_text())
 

@@ -88,9 +88,11 @@ def test_large_builds_never_overlap_beyond_the_memory_budget(tmp_path):
 
 def test_collected_ids_name_the_pieces_to_build():
     from qkcore.evidence.options import EvidenceOptions
+    from qkcore.pytest_plugin.evidence import pieces_by_id
+    from qkcore.pytest_plugin.kinds import builtin_registry
     from qkcore.pytest_plugin.prepare import pieces_for_ids
 
-    options = EvidenceOptions(toy_seeds=2)
+    offered = pieces_by_id(builtin_registry(), EvidenceOptions(toy_seeds=2))
     ids = [
         "claims/test_a.py::test_x[toy-cpu:rope-s1]",
         "claims/test_a.py::test_y[toy-cpu:rope-s1]",
@@ -98,7 +100,7 @@ def test_collected_ids_name_the_pieces_to_build():
         "claims/test_b.py::test_w[weights:smollm2-135m]",
         "claims/test_c.py::test_plain",
     ]
-    pieces = pieces_for_ids(ids, options)
+    pieces = pieces_for_ids(ids, offered)
     labels = sorted({task.label for piece in pieces for task in piece.build_tasks()})
     assert labels == [
         "toy-cpu:alibi-s0 run, table and history",
@@ -109,18 +111,17 @@ def test_collected_ids_name_the_pieces_to_build():
         "toy-cpu:rope-s1 run, table and history",
         "weights:smollm2-135m table",
     ]
-    only_rope = pieces_for_ids(ids[:1], options)
+    only_rope = pieces_for_ids(ids[:1], offered)
     assert [p.evidence_id for p in only_rope] == ["toy-cpu:rope-s1"]  # not rope-s10 or others
 
 
 def test_a_grid_arm_left_to_paper_scale_skips_the_grid_and_trains_nothing():
     from qkcore.evidence.options import EvidenceOptions
-    from qkcore.evidence.params import SET_KINDS
+    from qkcore.evidence.params import toy_grid
 
     def grid_param(**options):
-        param = SET_KINDS["toy-grid"](EvidenceOptions(**options))
-        skips = [m.kwargs["reason"] for m in param.marks if m.name == "skip"]
-        return param.values[0], skips
+        offer = toy_grid(EvidenceOptions(**options))
+        return offer.piece, [offer.skip] if offer.skip else []
 
     cpu, skips = grid_param(toy_grid=True)
     assert sorted(cpu.left_out) == ["ape-sym", "rope-imag", "rope-sym"]
@@ -144,6 +145,8 @@ def test_ids_of_skipped_evidence_without_a_piece_name_nothing_to_build(monkeypat
     # CI exports the tables' folder; this test is about a machine that has none
     monkeypatch.delenv("QK_PAPER_DATA", raising=False)
     from qkcore.evidence.options import EvidenceOptions
+    from qkcore.pytest_plugin.evidence import pieces_by_id
+    from qkcore.pytest_plugin.kinds import builtin_registry
     from qkcore.pytest_plugin.prepare import pieces_for_ids
 
     ids = [
@@ -151,5 +154,6 @@ def test_ids_of_skipped_evidence_without_a_piece_name_nothing_to_build(monkeypat
         "claims/test_a.py::test_x[paper:all-models]",
         "claims/test_a.py::test_x[toy-cpu:ape-s0]",
     ]
-    pieces = pieces_for_ids(ids, EvidenceOptions(paper_data=None, toy_seeds=1))
+    offered = pieces_by_id(builtin_registry(), EvidenceOptions(paper_data=None, toy_seeds=1))
+    pieces = pieces_for_ids(ids, offered)
     assert [p.evidence_id for p in pieces] == ["toy-cpu:ape-s0"]

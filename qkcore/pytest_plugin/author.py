@@ -1,0 +1,186 @@
+"""The claim author's API: ``@claim(...)`` on a test, and one method per kind of check.
+
+A claim test names its catalogue entry and the evidence that can bear on it, and judges::
+
+    @claim("S6a", evidence=("paper", "weights"), schemes=("rope",), columns=("prev", "D_head"))
+    def test_rope_prev_heads_are_rotational(evidence, claim):
+        \"\"\"Statement: median D_head percentile of the top-5 prev heads > 0.5 (side).\"\"\"
+        table = evidence.head_table()
+        claim.premise("causal attention", evidence.model().causal, "==", True)
+        value = top_k_percentile(table, "D_head", by="prev", k=5)
+        claim.statement("median D_head percentile", value, ">", "side")
+        claim.printed("median D_head percentile", value)
+
+- section, statement and source sentence come from the catalogue (``claims/catalogue.toml``);
+- a threshold given as a name (``"side"``) is the catalogue's, declared once;
+- :meth:`Claim.premise` records, and when it fails ends the test: the row is not-applicable;
+- :meth:`Claim.printed` judges the paper's printed number where the catalogue has one for
+  this evidence (its model), and only measures elsewhere (toys, other models).
+
+The verdict rules are :mod:`~qkcore.pytest_plugin.checks`; ``claim_record`` (the recorder
+underneath) stays for code that needs it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+import pytest
+
+from qkcore.evidence.refs import EvidenceRef
+from qkcore.pytest_plugin.catalogue import ClaimEntry, catalogue_for
+from qkcore.pytest_plugin.checks import CheckError
+from qkcore.pytest_plugin.recorder import ClaimRecorder
+
+__all__ = ["Claim", "Comparison", "PremiseUnmet", "claim"]
+
+Comparison = Literal["<", "<=", ">", ">=", "==", "!=", "in", "not in"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class PremiseUnmet(Exception):
+    """Raised by :meth:`Claim.premise` to end a test whose evidence cannot bear on its claim."""
+
+
+def claim(
+    claim_id: str,
+    *,
+    evidence: tuple[str, ...] = (),
+    sets: tuple[str, ...] = (),
+    schemes: tuple[str, ...] | None = None,
+    models: tuple[str, ...] | None = None,
+    columns: tuple[str, ...] = (),
+    checkpoints: bool = False,
+) -> Callable[[F], F]:
+    """Mark a test as the test of catalogue claim ``claim_id``, over the named evidence.
+
+    ``evidence``: kinds whose pieces the test runs over, one per parameter (``evidence``
+    argument); ``sets``: sets it runs over, one parameter each (``evidence_set`` argument);
+    ``schemes`` / ``models`` / ``columns`` / ``checkpoints``: what the kinds offer it
+    (:class:`~qkcore.evidence.kinds.EvidenceRequest`).
+    """
+
+    def mark(test: F) -> F:
+        entry = catalogue_for(inspect.getfile(test)).entry(claim_id).for_test(test.__name__)
+        marks = [
+            pytest.mark.claim(
+                claim_id, section=entry.section, statement=entry.statement, entry=entry
+            )
+        ]
+        request: dict[str, Any] = {"columns": columns, "checkpoints": checkpoints}
+        if schemes is not None:
+            request["schemes"] = schemes
+        if models is not None:
+            request["models"] = models
+        if evidence:
+            marks.append(pytest.mark.evidence(*evidence, **request))
+        if sets:
+            marks.append(pytest.mark.evidence_set(*sets))
+        for one in reversed(marks):
+            test = one(test)
+        return test
+
+    return mark
+
+
+class Claim:
+    """What a ``@claim`` test judges with (the ``claim`` fixture): one method per check kind,
+    thresholds by catalogue name, printed numbers from the catalogue."""
+
+    def __init__(self, entry: ClaimEntry, ref: EvidenceRef | None, recorder: ClaimRecorder):
+        self.entry = entry
+        self.ref = ref
+        self.record = recorder
+
+    def threshold(self, name: str) -> Any:
+        """A threshold declared in the catalogue, by name."""
+        return self.entry.threshold(name)
+
+    def _threshold(self, threshold: Any) -> Any:
+        if isinstance(threshold, str):
+            return self.entry.threshold(threshold)
+        return threshold
+
+    def _check(self, kind: str, name: str, value: Any, comparison: str, threshold: Any, **kw: Any):
+        return self.record.check(
+            name, value, comparison, self._threshold(threshold), kind=kind, **kw
+        )
+
+    def statement(
+        self,
+        name: str,
+        value: Any,
+        comparison: Comparison,
+        threshold: Any,
+        *,
+        interval: tuple[float, float] | None = None,
+        n: int | None = None,
+        note: str = "",
+    ) -> bool:
+        """The claim's scientific statement: ``value <comparison> threshold`` (a number, a
+        ``(low, high)`` pair for ``in``, or a catalogue threshold's name). ``interval``: the
+        value's uncertainty interval - across the threshold, the row is inconclusive."""
+        return self._check(
+            "statement", name, value, comparison, threshold, interval=interval, n=n, note=note
+        )
+
+    def premise(
+        self, name: str, value: Any, comparison: Comparison, threshold: Any, *, note: str = ""
+    ) -> None:
+        """What the evidence must have for the claim to bear on it; when it fails the test
+        ends here and its row is not-applicable, with the measured value as the reason."""
+        __tracebackhide__ = True
+        if not self._check("premise", name, value, comparison, threshold, note=note):
+            raise PremiseUnmet(f"premise {name!r} fails: {value!r} {comparison} {threshold!r}")
+
+    def power(
+        self,
+        name: str,
+        value: Any,
+        comparison: Comparison,
+        threshold: Any,
+        *,
+        n: int | None = None,
+        note: str = "",
+    ) -> bool:
+        """Whether this evidence can decide at all (e.g. power against the stated effect)."""
+        return self._check("power", name, value, comparison, threshold, n=n, note=note)
+
+    def consistency(
+        self, name: str, value: Any, comparison: Comparison, threshold: Any, *, note: str = ""
+    ) -> bool:
+        """The paper against itself (a verbal label against its own number): errata only."""
+        return self._check("consistency", name, value, comparison, threshold, note=note)
+
+    def printed(
+        self, name: str, value: Any, *, key: str | None = None, note: str = ""
+    ) -> bool | None:
+        """The paper's printed number for ``name`` reproduced at its printed precision, where
+        the catalogue prints one for ``key`` (default: this evidence's model); elsewhere the
+        value is only measured. Returns the outcome, or None when nothing is printed."""
+        key = key if key is not None else (self.ref.model if self.ref is not None else None)
+        text = self.entry.printed_value(name, key)
+        if text is None:
+            self.record.measure(name, value)
+            return None
+        if not isinstance(text, str):
+            raise CheckError(
+                f"claim {self.entry.id}: printed {name!r} must be the paper's text (a string, "
+                f'e.g. "0.790"); got {text!r}'
+            )
+        label = f"{name} ({key})" if key is not None and key not in name else name
+        return self.record.check(label, value, "==", text, kind="number", note=note)
+
+    def measure(self, name: str, value: Any, **kw: Any) -> Any:
+        """A number that informs but does not judge (returned unchanged)."""
+        return self.record.measure(name, value, **kw)
+
+    def note(self, text: str) -> None:
+        """A sentence for the report: a caveat, an operational choice, a finding."""
+        self.record.note(text)
+
+    def plot(self, figure: str, series: str, x: Any, y: Any, **kw: Any) -> None:
+        """Points for a report figure (:meth:`ClaimRecorder.plot`)."""
+        self.record.plot(figure, series, x, y, **kw)

@@ -1,0 +1,136 @@
+"""The claims catalogue: every claim's place in the paper, its thresholds and printed numbers.
+
+One TOML file beside the claim tests (``claims/catalogue.toml``) holds, per claim ID::
+
+    [S6a]
+    section = "6"
+    source = "qk_spectral.tex:306"                 # file:line of the sentence tested
+    sentence = "... top-quintile under RoPE (medians 0.89/0.85/0.79) ..."
+    statement = "RoPE top-5 prev heads sit high in their model's D_head distribution"
+    thresholds = { side = 0.5 }                    # declared once; the docstring quotes them
+    [S6a.printed]                                  # the paper's numbers, as printed
+    "median D_head percentile" = { pythia-410m = "0.89", gpt2 = "0.21" }
+
+Tests read it through :func:`~qkcore.pytest_plugin.claim.claim`; the report shows the sentence
+and its source; README's catalogue table is generated from it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from qkcore.pytest_plugin.checks import CheckError
+
+__all__ = ["CATALOGUE_FILE", "Catalogue", "ClaimEntry", "catalogue_for"]
+
+CATALOGUE_FILE = "catalogue.toml"
+_FIELDS = {
+    "section",
+    "source",
+    "sentence",
+    "statement",
+    "thresholds",
+    "printed",
+    "restates",
+    "tests",
+}
+
+
+@dataclass(frozen=True)
+class ClaimEntry:
+    """One claim of the catalogue."""
+
+    id: str
+    section: str
+    statement: str
+    source: str = ""
+    sentence: str = ""
+    restates: str = ""  # press claims: the paper's sentence they restate (file:line)
+    thresholds: Mapping[str, Any] = field(default_factory=dict)
+    printed: Mapping[str, Any] = field(default_factory=dict)
+    #: per test function, what differs for it (a claim tested from two sides: F2's scores
+    #: rebuilt from factors and from frequency operators)
+    tests: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def for_test(self, name: str) -> ClaimEntry:
+        """The entry as one test function sees it (its ``tests`` overrides applied)."""
+        own = dict(self.tests.get(name, {}))
+        unknown = set(own) - (_FIELDS - {"tests"})
+        if unknown:
+            raise CheckError(f"[{self.id}.tests.{name}] has unknown keys {sorted(unknown)}")
+        return replace(self, **own, tests={}) if own else self
+
+    def threshold(self, name: str) -> Any:
+        """A declared threshold by name; a name not declared is a bug in the claim test."""
+        if name not in self.thresholds:
+            raise CheckError(
+                f"claim {self.id}: threshold {name!r} is not declared in the catalogue; add it "
+                f"under [{self.id}] thresholds (declared: {sorted(self.thresholds)})"
+            )
+        value = self.thresholds[name]
+        return tuple(value) if isinstance(value, list) else value
+
+    def printed_value(self, name: str, key: str | None) -> str | None:
+        """The paper's printed text for ``name`` (per model when the entry is a table)."""
+        found = self.printed.get(name)
+        if isinstance(found, Mapping):
+            return None if key is None else found.get(key)
+        return found
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """Every entry of one catalogue file, by claim ID."""
+
+    path: Path
+    entries: Mapping[str, ClaimEntry]
+
+    def entry(self, claim_id: str) -> ClaimEntry:
+        if claim_id not in self.entries:
+            raise CheckError(
+                f"claim {claim_id!r} is not in {self.path}; add a [{claim_id}] table with its "
+                "section, source, sentence and statement"
+            )
+        return self.entries[claim_id]
+
+    @classmethod
+    def read(cls, path: Path) -> Catalogue:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise CheckError(f"{path}: cannot read the claims catalogue ({exc})") from None
+        entries = {}
+        for claim_id, table in data.items():
+            unknown = set(table) - _FIELDS
+            missing = {"section", "statement"} - set(table)
+            if unknown or missing:
+                raise CheckError(
+                    f"{path}: [{claim_id}] has unknown keys {sorted(unknown)} or lacks "
+                    f"{sorted(missing)}; the keys are {sorted(_FIELDS)}"
+                )
+            entries[claim_id] = ClaimEntry(id=claim_id, **table)
+        return cls(path, entries)
+
+
+@cache
+def _read(path: Path) -> Catalogue:
+    return Catalogue.read(path)
+
+
+def catalogue_for(test_file: str | Path) -> Catalogue:
+    """The catalogue of the suite a test file belongs to: the nearest ``catalogue.toml`` in its
+    folder or a parent."""
+    folder = Path(test_file).resolve().parent
+    for candidate in (folder, *folder.parents):
+        path = candidate / CATALOGUE_FILE
+        if path.is_file():
+            return _read(path)
+    raise CheckError(
+        f"no {CATALOGUE_FILE} beside {test_file} or above it: a @claim test needs its suite's "
+        "catalogue (qkcore.pytest_plugin.catalogue)"
+    )
