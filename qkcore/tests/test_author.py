@@ -1,0 +1,183 @@
+"""The claim author's API from the outside: a suite that installs qkcore and writes claims.
+
+Each test builds a small suite with pytester - a catalogue, a claim file, a folder of released
+tables made here - and runs it with the plugin loaded through its ``pytest11`` entry point only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest_plugins = ["pytester"]
+
+CATALOGUE = """
+[X1]
+section = "6"
+statement = "GPT-2's strongest previous-token head is content-like"
+source = "qk_spectral.tex:306"
+sentence = "bottom-quartile under learned absolute (medians 0.21/0.23/0.14)"
+thresholds = { side = 0.5, strong = 0.5 }
+printed = { "D_head percentile of the top prev head" = { gpt2 = "0.33" } }
+"""
+
+#: A complete claim on existing evidence, as README shows it: 13 lines.
+CLAIM = '''
+from qkcore.pytest_plugin import claim
+from qkcore.stats.population import top_k_percentile
+
+
+@claim("X1", evidence=("paper",), columns=("prev", "D_head"))
+def test_prev_head_is_content_like(evidence, claim):
+    """The strongest prev head (prev >= 0.5, strong) sits below its model's median D_head
+    percentile (< 0.5, side)."""
+    table = evidence.head_table()
+    claim.premise("strongest prev score", table["prev"].max(), ">=", "strong")
+    value = top_k_percentile(table, "D_head", by="prev", k=1)
+    claim.statement("D_head percentile of the top prev head", value, "<", "side")
+    claim.printed("D_head percentile of the top prev head", value)
+'''
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two models' per-head tables: gpt2 with a content-like prev head, pythia without one.
+
+    Module-scoped, so pandas' parquet engine is imported before pytester snapshots the
+    imported modules (re-imported, it would register its arrow types twice)."""
+    root = tmp_path_factory.mktemp("tables")
+    heads = {"layer": [0, 0, 1], "head": [0, 1, 0], "dir_frac": [0.1, 0.2, 0.3]}
+    pd.DataFrame(heads | {"D_head": [0.1, 0.5, 0.9], "prev": [0.9, 0.1, 0.0]}).to_parquet(
+        root / "gpt2_head_full.parquet"
+    )
+    pd.DataFrame(heads | {"D_head": [0.1, 0.5, 0.9], "prev": [0.2, 0.1, 0.0]}).to_parquet(
+        root / "pythia-410m_head_full.parquet"
+    )
+    return root
+
+
+def _run(pytester: pytest.Pytester, tables: Path, *args: str) -> tuple[pytest.RunResult, dict]:
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(pytester.path),
+        "--paper-data",
+        str(tables),
+        "--claims-baseline",
+        "none",
+        "--claims-report-dir",
+        "rep",
+        *args,
+    )
+    report = pytester.path / "rep" / "claims.json"
+    rows = json.loads(report.read_text())["results"] if report.exists() else []
+    return result, {r["evidence"]: r for r in rows}
+
+
+def test_a_suite_without_conftest_gets_evidence_through_the_entry_point(pytester, tables):
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=CLAIM)
+    assert not list(pytester.path.glob("conftest.py"))
+    result, rows = _run(pytester, tables)
+    result.assert_outcomes(passed=2)
+    gpt2, pythia = rows["paper:gpt2"], rows["paper:pythia-410m"]
+    assert gpt2["verdict"] == "supported" and gpt2["source"] == "qk_spectral.tex:306"
+    assert gpt2["ref"] == {
+        "kind": "paper",
+        "model": "gpt2",
+        "scheme": "ape",
+        "regime": "",
+        "seed": None,
+        "population": None,
+    }
+    # the printed number is judged where the catalogue prints one (gpt2: 1/3 -> "0.33")
+    number = [c for c in gpt2["checks"] if c["kind"] == "number"]
+    assert [(c["threshold"], c["outcome"]) for c in number] == [("0.33", "pass")]
+    # a failed premise ends the test: not-applicable, and nothing after it is recorded
+    assert pythia["verdict"] == "not-applicable"
+    assert [c["kind"] for c in pythia["checks"]] == ["premise"]
+    assert len(CLAIM.strip().splitlines()) <= 15
+
+
+def test_a_threshold_not_in_the_catalogue_is_a_bug_named_in_the_row(pytester, tables):
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=CLAIM.replace('"<", "side"', '"<", "sides"'))
+    result, rows = _run(pytester, tables, "-k", "gpt2")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*threshold 'sides' is not declared in the catalogue*"])
+
+
+def test_a_claim_missing_from_the_catalogue_fails_collection_with_the_fix(pytester, tables):
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=CLAIM.replace('claim("X1"', 'claim("X9"'))
+    result, _ = _run(pytester, tables)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*claim 'X9' is not in*catalogue.toml; add a ?X9? table*"])
+
+
+KIND_PLUGIN = """
+from dataclasses import dataclass
+
+from qkcore.evidence.kinds import EvidenceKind, Offer, Option
+from qkcore.evidence.refs import EvidenceRef
+from qkcore.pytest_plugin import add_kind_options
+
+
+@dataclass(frozen=True)
+class Constant:
+    ref: EvidenceRef
+    value: float
+
+    def build_tasks(self):
+        return []
+
+
+def offers(options, request):
+    scale = options.extra["const_scale"]
+    return [Offer(EvidenceRef("const", f"c{i}", "rope"), Constant(
+        EvidenceRef("const", f"c{i}", "rope"), scale * i)) for i in (1, 2)]
+
+
+CONST = EvidenceKind(
+    "const", "constants", offers,
+    options=(Option("--const-scale", {"type": float, "default": 0.1}),),
+    id_format="const:c<i>",
+)
+
+
+def pytest_addoption(parser):
+    add_kind_options(parser, CONST)
+
+
+def pytest_claims_evidence_kinds():
+    return [CONST]
+"""
+
+KIND_CLAIM = """
+from qkcore.pytest_plugin import claim
+
+
+@claim("X1", evidence=("const",))
+def test_small(evidence, claim):
+    claim.statement("value", evidence.value, "<", "side")
+"""
+
+
+def test_a_suite_adds_an_evidence_kind_with_its_flag_marker_and_report_column(pytester, tables):
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makeconftest(KIND_PLUGIN)
+    pytester.makepyfile(test_const=KIND_CLAIM)
+    result, rows = _run(pytester, tables, "--const-scale", "0.3", "-m", "rope")
+    result.assert_outcomes(passed=1, failed=1)  # 0.3 < 0.5 supported, 0.6 refuted
+    assert rows["const:c1"]["verdict"] == "supported"
+    assert rows["const:c2"]["verdict"] == "refuted"
+    assert rows["const:c1"]["evidence_kind"] == "const"
+    markdown = (pytester.path / "rep" / "claims.md").read_text()
+    assert (
+        "| claim | statement | paper data | recomputed weights | toys | constants | other |"
+        in markdown
+    )
