@@ -106,7 +106,7 @@ def test_a_suite_without_conftest_gets_evidence_through_the_entry_point(pytester
 def test_a_threshold_not_in_the_catalogue_is_a_bug_named_in_the_row(pytester, tables):
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x1=CLAIM.replace('"<", "side"', '"<", "sides"'))
-    result, rows = _run(pytester, tables, "-k", "gpt2")
+    result, _ = _run(pytester, tables, "-k", "gpt2")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*threshold 'sides' is not declared in the catalogue*"])
 
