@@ -27,7 +27,11 @@ def formation_threshold(vocab: int = 64, margin: float = 0.15) -> float:
 
 
 def formation_step(
-    steps: Sequence[int], ce_pred: Sequence[float], *, vocab: int = 64, margin: float = 0.15
+    steps: Sequence[int] | np.ndarray,
+    ce_pred: Sequence[float] | np.ndarray,
+    *,
+    vocab: int = 64,
+    margin: float = 0.15,
 ) -> float:
     """First step whose ``ce_pred`` is below :func:`formation_threshold`; NaN if never."""
     steps = np.asarray(steps)

@@ -47,8 +47,8 @@ def percentile_rank(values: Sequence[float] | np.ndarray) -> np.ndarray:
 
 
 def exact_permutation_test(
-    values: Sequence[float],
-    in_group: Sequence[bool],
+    values: Sequence[float] | np.ndarray,
+    in_group: Sequence[bool] | np.ndarray,
     statistic: Callable[[np.ndarray, np.ndarray], float] | None = None,
 ) -> tuple[float, float]:
     """Exact one-sided permutation test over group labels; returns ``(observed, p)``.
@@ -85,7 +85,7 @@ def exact_permutation_test(
 
 
 def mann_whitney_exact(
-    x: Sequence[float], y: Sequence[float], alternative: str = "greater"
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, alternative: str = "greater"
 ) -> tuple[float, float]:
     """Exact Mann-Whitney U test; returns ``(U_x, p)``. ``alternative='greater'``: x > y.
 
@@ -102,7 +102,9 @@ def mann_whitney_exact(
     return float(res.statistic), float(res.pvalue)
 
 
-def mann_whitney_permutation(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+def mann_whitney_permutation(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
+) -> tuple[float, float]:
     """Exact one-sided Mann-Whitney (x > y) by enumerating every split; valid with ties.
 
     ``U_x`` counts pairs ``x_i > y_j`` plus half the ties; p is the share of the
@@ -122,7 +124,7 @@ def mann_whitney_permutation(x: Sequence[float], y: Sequence[float]) -> tuple[fl
     return exact_permutation_test(values, group, u_statistic)
 
 
-def benjamini_hochberg(pvalues: Sequence[float]) -> np.ndarray:
+def benjamini_hochberg(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values (q-values), same order as the input."""
     p = np.asarray(pvalues, dtype=float)
     if ((p < 0) | (p > 1)).any() or np.isnan(p).any():
@@ -196,7 +198,7 @@ def layer_clustered_bootstrap_ci(
     return float(lo), float(hi)
 
 
-def hodges_lehmann_shift(x: Sequence[float], y: Sequence[float]) -> float:
+def hodges_lehmann_shift(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
     """Median of all pairwise differences ``y_j - x_i``: the shift of y relative to x.
 
     Equal values differ by 0 even when infinite (two runs censored at the same cap tie).
@@ -209,7 +211,7 @@ def hodges_lehmann_shift(x: Sequence[float], y: Sequence[float]) -> float:
     return float(np.median(diff))
 
 
-def rank_biserial(x: Sequence[float], y: Sequence[float]) -> float:
+def rank_biserial(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
     """Rank-biserial correlation ``2 U_x / (n_x n_y) - 1`` in [-1, 1]; +1 when every x > every y.
 
     ``U_x`` counts pairs with ``x_i > y_j`` plus half the ties.
@@ -220,7 +222,9 @@ def rank_biserial(x: Sequence[float], y: Sequence[float]) -> float:
     return float(2 * u_x / (x.size * y.size) - 1)
 
 
-def spearman_exact(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+def spearman_exact(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
+) -> tuple[float, float]:
     """Spearman rho and its exact two-sided permutation p over all ``n!`` pairings (n <= 9).
 
     ``p = #{|rho_perm| >= |rho| - 1e-12} / n!`` (ties averaged in the ranks); for small n,

@@ -38,7 +38,9 @@ _ALTERNATIVES = ("two-sided", "greater", "less")
 
 
 def spearman_test(
-    x: Sequence[float], y: Sequence[float], alternative: str = "two-sided"
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    alternative: str = "two-sided",
 ) -> tuple[float, float]:
     """Spearman rho and its p: exact over all ``n!`` pairings of the (tie-averaged) ranks for
     ``n <= 9``, scipy's asymptotic p above. A constant sample gives ``(nan, 1.0)``."""
