@@ -44,7 +44,7 @@ def centre_factor(W: np.ndarray) -> np.ndarray:
     return W - W.mean(axis=-2, keepdims=True)
 
 
-def _first_bad_head(mask: np.ndarray) -> str:
+def _first_bad_head(mask: np.ndarray | np.bool_) -> str:
     bad = np.argwhere(mask)
     return head_label(bad[0]) if bad.size else "?"
 

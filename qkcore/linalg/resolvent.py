@@ -173,7 +173,7 @@ def kreiss_constant(
     best = np.argsort(scores, axis=None)[::-1][:3]
     value, z = -np.inf, 1.0 + 0j
     for flat in best:
-        i, j = np.unravel_index(flat, scores.shape)
+        i, j = np.unravel_index(int(flat), scores.shape)
 
         def negative(x: np.ndarray) -> float:
             zz = (1 + max(np.exp(x[0]), EPS_MIN)) * np.exp(1j * x[1])
