@@ -60,11 +60,16 @@ def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
+def _current_code() -> str:
+    """:func:`code_digest`, looked up when a cache is made (it is defined further down)."""
+    return code_digest()
+
+
 @dataclass(frozen=True)
 class DiskCache:
     root: Path
     #: Names the code behind every entry (default :func:`code_digest`); part of each path.
-    code: str = field(default_factory=lambda: code_digest())
+    code: str = field(default_factory=_current_code)
 
     @classmethod
     def default(cls) -> DiskCache:
@@ -75,7 +80,9 @@ class DiskCache:
         """Where the entry for ``key`` lives: ``<root>/<key>-<code>``."""
         return self.root / f"{key}-{self.code}"
 
-    def get_or_build(self, key: str, build: Callable[[Path], None], *, verify: bool = True) -> Path:
+    def get_or_build(
+        self, key: str, build: Callable[[Path], object], *, verify: bool = True
+    ) -> Path:
         """The entry for ``key``, building it with ``build(tmp_dir)`` if absent."""
         final = self.path(key)
         if final.exists():
