@@ -24,7 +24,8 @@ underneath) stays for code that needs it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
 import pytest
@@ -93,6 +94,7 @@ class Claim:
         self.entry = entry
         self.ref = ref
         self.record = recorder
+        self._deferred: list[bool] | None = None
 
     def threshold(self, name: str) -> Any:
         """A threshold declared in the catalogue, by name."""
@@ -132,8 +134,30 @@ class Claim:
         """What the evidence must have for the claim to bear on it; when it fails the test
         ends here and its row is not-applicable, with the measured value as the reason."""
         __tracebackhide__ = True
-        if not self._check("premise", name, value, comparison, threshold, note=note):
+        held = self._check("premise", name, value, comparison, threshold, note=note)
+        if self._deferred is not None:
+            self._deferred.append(held)
+        elif not held:
             raise PremiseUnmet(f"premise {name!r} fails: {value!r} {comparison} {threshold!r}")
+
+    @contextmanager
+    def premises(self) -> Iterator[None]:
+        """Premises judged together: every one inside is recorded, and the test ends on
+        leaving the block if any failed (so a row names all the premises it lacks)::
+
+            with claim.premises():
+                claim.premise("causal attention", model.causal, "==", True)
+                claim.premise("strongest prev score", prev, ">=", "strong")
+        """
+        __tracebackhide__ = True
+        outer, self._deferred = self._deferred, []
+        try:
+            yield
+            failed = not all(self._deferred)
+        finally:
+            self._deferred = outer
+        if failed:
+            raise PremiseUnmet("a premise fails")
 
     def power(
         self,
@@ -155,23 +179,30 @@ class Claim:
         return self._check("consistency", name, value, comparison, threshold, note=note)
 
     def printed(
-        self, name: str, value: Any, *, key: str | None = None, note: str = ""
+        self,
+        name: str,
+        value: Any,
+        *,
+        key: str | None = None,
+        label: str | None = None,
+        note: str = "",
     ) -> bool | None:
         """The paper's printed number for ``name`` reproduced at its printed precision, where
         the catalogue prints one for ``key`` (default: this evidence's model); elsewhere the
-        value is only measured. Returns the outcome, or None when nothing is printed."""
+        value is only measured. ``label``: the check's name in the report (default ``name``).
+        Returns the outcome, or None when nothing is printed."""
         key = key if key is not None else (self.ref.model if self.ref is not None else None)
         text = self.entry.printed_value(name, key)
+        shown = name if label is None else label
         if text is None:
-            self.record.measure(name, value)
+            self.record.measure(shown, value)
             return None
         if not isinstance(text, str):
             raise CheckError(
                 f"claim {self.entry.id}: printed {name!r} must be the paper's text (a string, "
                 f'e.g. "0.790"); got {text!r}'
             )
-        label = f"{name} ({key})" if key is not None and key not in name else name
-        return self.record.check(label, value, "==", text, kind="number", note=note)
+        return self.record.check(shown, value, "==", text, kind="number", note=note)
 
     def measure(self, name: str, value: Any, **kw: Any) -> Any:
         """A number that informs but does not judge (returned unchanged)."""
