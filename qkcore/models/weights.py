@@ -32,7 +32,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeGuard, TypeVar, overload
 
 import numpy as np
 
@@ -52,6 +52,8 @@ from qkcore.models.architectures import (
 )
 
 __all__ = ["AttentionWeights", "ProcessedWeights", "TensorFiles", "read_weights"]
+
+_T = TypeVar("_T")
 
 
 class TensorFiles:
@@ -113,6 +115,21 @@ class TensorFiles:
         if len(hits) > 1:
             raise QKError(f"tensor name {name!r} is ambiguous in {self.folder}: {hits[:4]}")
         return hits[0] if hits else None
+
+    @overload
+    def get(
+        self,
+        name: str,
+        *,
+        required: Literal[True] = ...,
+        widen: bool = ...,
+        check: bool = ...,
+    ) -> np.ndarray: ...
+
+    @overload
+    def get(
+        self, name: str, *, required: bool, widen: bool = ..., check: bool = ...
+    ) -> np.ndarray | None: ...
 
     def get(
         self, name: str, *, required: bool = True, widen: bool = True, check: bool = True
@@ -200,6 +217,7 @@ class AttentionWeights:
         expanded to one per query head."""
         A, B, b_Q, b_K = self.W_Q, self.W_K, self.b_Q, self.b_K
         if self.norm in ("rms", "ln"):
+            assert self.norm_gain is not None  # read_weights reads a gain for every pre-norm
             gain = self.norm_gain[:, None, :, None]  # [L, 1, d, 1]
             if self.norm == "ln" and self.norm_bias is not None:
                 shift_q = np.einsum("ld,lhdk->lhk", self.norm_bias, A)
@@ -271,6 +289,7 @@ class AttentionWeights:
         W_V = np.stack([self.W_V(layer).astype(np.float64) for layer in range(self.n_layers)])
         W_O = np.stack([self.W_O(layer) for layer in range(self.n_layers)])
         if self.norm in ("rms", "ln"):
+            assert self.norm_gain is not None  # read_weights reads a gain for every pre-norm
             W_V = self.norm_gain[:, None, :, None] * W_V
             final = self._final_gain()
             if final is not None:
@@ -316,7 +335,7 @@ def _projections(
             stored[stem] = (weight, bias)
         return stored[stem]
 
-    out = {}
+    out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     for letter in which:
         weight, bias = tensors(getattr(arch, letter))
         index = "qkv".index(letter)
@@ -343,6 +362,11 @@ def _projections(
     return out
 
 
+def _all_present(items: list[_T | None]) -> TypeGuard[list[_T]]:
+    """True when no item is None (then the list holds only ``_T``)."""
+    return not any(item is None for item in items)
+
+
 def read_weights(folder: str | Path, name: str | None = None) -> AttentionWeights:
     """Read a Hugging Face folder's attention weights through the architecture table."""
     folder = Path(folder)
@@ -358,13 +382,20 @@ def read_weights(folder: str | Path, name: str | None = None) -> AttentionWeight
     arch = architecture_of(config)
     files = TensorFiles(folder)
     n_layers = layer_count(config)
-    Q, K, bq, bk = [], [], [], []
+    Q: list[np.ndarray] = []
+    K: list[np.ndarray] = []
+    bq: list[np.ndarray | None] = []
+    bk: list[np.ndarray | None] = []
     for layer in range(n_layers):
         found = _projections(files, arch, config, layer, "qk")
         (W_q, b_q), (W_k, b_k) = found["q"], found["k"]
-        Q.append(W_q), K.append(W_k), bq.append(b_q), bk.append(b_k)
+        Q.append(W_q)
+        K.append(W_k)
+        bq.append(b_q)
+        bk.append(b_k)
     norm = norm_of(arch, config)
-    gain = bias = None
+    gain: np.ndarray | None = None
+    bias: np.ndarray | None = None
     if norm in ("rms", "ln"):
         gain = (
             np.stack(
@@ -373,27 +404,28 @@ def read_weights(folder: str | Path, name: str | None = None) -> AttentionWeight
             + arch.gain_offset
         )
         if norm == "ln":
-            found = [
+            biases = [
                 files.get(f"{arch.blocks}.{i}.{arch.attn_norm}.bias", required=False)
                 for i in range(n_layers)
             ]
-            bias = None if any(b is None for b in found) else np.stack(found)
-    qk_gain = None
+            bias = np.stack(biases) if _all_present(biases) else None
+    qk_gain: tuple[np.ndarray, np.ndarray] | None = None
     if arch.qk_norm is not None:
         q_stem, k_stem = arch.qk_norm
-        qk_gain = tuple(
+        g_q, g_k = (
             np.stack([files.get(f"{arch.blocks}.{i}.{stem}.weight") for i in range(n_layers)])
             + arch.gain_offset
             for stem in (q_stem, k_stem)
         )
+        qk_gain = (g_q, g_k)
     return AttentionWeights(
         name=name or folder.name,
         arch=arch,
         config=config,
         W_Q=np.stack(Q),
         W_K=np.stack(K),
-        b_Q=None if any(b is None for b in bq) else np.stack(bq),
-        b_K=None if any(b is None for b in bk) else np.stack(bk),
+        b_Q=np.stack(bq) if _all_present(bq) else None,
+        b_K=np.stack(bk) if _all_present(bk) else None,
         norm=norm,
         norm_gain=gain,
         norm_bias=bias,
