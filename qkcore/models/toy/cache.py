@@ -61,7 +61,8 @@ def trained_run(
         (tmp / "history.json").write_text(json.dumps(run.history))
         np.savez(
             tmp / "checkpoints.npz",
-            **{
+            # numpy's stub matches the **arrays against its allow_pickle: bool keyword
+            **{  # type: ignore[arg-type]
                 f"{part}_{step}": arrays[part]
                 for step, arrays in run.checkpoints.items()
                 for part in ("W_Q", "W_K")

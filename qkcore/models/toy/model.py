@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -90,7 +91,7 @@ class ToyConfig:
 #: of 256 with noise 0.1, AdamW lr 1e-3 and weight decay 0.01 after a 200-step linear warm-up,
 #: batch 64, 6000 steps every run (no early stop: §9 says the static profile is sculpted after
 #: formation), an evaluation every 100 steps. GPU-sized: ``ToyConfig(**PAPER_PROTOCOL, ...)``.
-PAPER_PROTOCOL = dict(
+PAPER_PROTOCOL: dict[str, Any] = dict(
     n_layers=2,
     d_model=128,
     n_heads=4,
@@ -124,6 +125,9 @@ def _rotate(x: torch.Tensor, base: float) -> torch.Tensor:
 
 
 class Attention(nn.Module):
+    #: ALiBi slopes ``[H]``, a buffer registered only under the ``alibi`` scheme
+    slopes: torch.Tensor
+
     def __init__(self, config: ToyConfig) -> None:
         super().__init__()
         self.config = config
@@ -210,9 +214,14 @@ class ToyTransformer(nn.Module):
                 x = x + attn(ln(x), hooks, f"blocks.{layer}")
         return self.ln_final(x) @ self.unembed
 
+    @property
+    def attention_layers(self) -> list[Attention]:
+        """The attention blocks in layer order (an ``nn.ModuleList`` is typed as plain modules)."""
+        return [cast(Attention, a) for a in self.attn]
+
     def factors(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``W_Q, W_K: [L, H, d, k]``, centred over d (the LayerNorm before each block has no
         gain, so ``M_eff = C M C`` is exactly what the scores see)."""
-        W_Q = torch.stack([a.W_Q for a in self.attn])
-        W_K = torch.stack([a.W_K for a in self.attn])
+        W_Q = torch.stack([a.W_Q for a in self.attention_layers])
+        W_K = torch.stack([a.W_K for a in self.attention_layers])
         return W_Q - W_Q.mean(dim=-2, keepdim=True), W_K - W_K.mean(dim=-2, keepdim=True)

@@ -29,6 +29,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 from qkcore.errors import QKError
 from qkcore.models.toy.grid import GRID_ARMS
@@ -67,7 +68,8 @@ class ToyRegime:
                 )
 
     @property
-    def overrides(self) -> dict[str, object]:
+    def overrides(self) -> dict[str, Any]:
+        """``{field: value}`` for ToyConfig (names checked in ``__post_init__``)."""
         return dict(self.fields)
 
     def config(

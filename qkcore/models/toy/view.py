@@ -85,11 +85,11 @@ class ToyBridge:
 
     @property
     def W_V(self) -> torch.Tensor:
-        return torch.stack([a.W_V for a in self.model.attn]).detach()
+        return torch.stack([a.W_V for a in self.model.attention_layers]).detach()
 
     @property
     def W_O(self) -> torch.Tensor:
-        return torch.stack([a.W_O for a in self.model.attn]).detach()
+        return torch.stack([a.W_O for a in self.model.attention_layers]).detach()
 
 
 class _NoTokenizer:
