@@ -31,7 +31,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -174,7 +174,11 @@ def _tokenizer(reader: Any, arch: str, config: dict[str, Any]) -> Any | None:
         backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         backend.decoder = decoders.WordPiece()
     elif kind == "gpt2":
-        merges = [tuple(m.split(" ", 1)) for m in gguf_strings(reader, "tokenizer.ggml.merges")]
+        # each merge is a "left right" pair of tokens
+        merges = cast(
+            list[tuple[str, str]],
+            [tuple(m.split(" ", 1)) for m in gguf_strings(reader, "tokenizer.ggml.merges")],
+        )
         vocab = {t: i for i, t in enumerate(tokens)}
         backend = Tokenizer(models.BPE(vocab, merges))
         backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -119,7 +119,10 @@ def _known_hub_name(name: str) -> bool:
     from transformer_lens.model_bridge import TransformerBridge
     from transformer_lens.supported_models import MODEL_ALIASES, OFFICIAL_MODEL_NAMES
 
-    if name in OFFICIAL_MODEL_NAMES or name in TransformerBridge.list_supported_models():
+    # list_supported_models is attached to TransformerBridge by setattr in
+    # transformer_lens.model_bridge.sources.transformers, so its class has no such attribute
+    supported = TransformerBridge.list_supported_models()  # type: ignore[attr-defined]
+    if name in OFFICIAL_MODEL_NAMES or name in supported:
         return True
     return any(name in aliases for aliases in MODEL_ALIASES.values())
 

@@ -33,7 +33,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -144,9 +144,11 @@ def save_tiny_gguf(family: str, folder: str | Path, *, seed: int = 0) -> Path:
     writer.add_name(f"tiny-{family}")  # "mistral" in the name makes llama read back as Mistral
     if family in _LLAMA_CPP_ONLY:
         _llama_cpp_header(writer, family, config)
-        mapping = {}
+        mapping: dict[str, str | None] = {}
     else:
-        mapping = dict(GGUF_CONFIG_MAPPING["mistral" if family == "mistral" else arch])
+        # transformers' table is inferred as dict[str, object] (its rows differ in value type)
+        row = GGUF_CONFIG_MAPPING["mistral" if family == "mistral" else arch]
+        mapping = dict(cast(dict[str, str | None], row))
         # llama.cpp writes these whatever transformers reads back
         mapping.setdefault("attention.key_length", "head_dim")
         mapping.setdefault("attention.value_length", "head_dim")
