@@ -313,7 +313,9 @@ def first_order_sweep(model, kind: str, tokens: np.ndarray, length: int) -> np.n
     causal = np.tril(np.ones((n, n), dtype=bool))
     out = np.empty((L, H))
     for layer in range(L):
-        grad = probes[layer].grad.double().numpy()  # [B, H, n, n]
+        probe_grad = probes[layer].grad
+        assert probe_grad is not None  # backward() reached every probe: each feeds the logits
+        grad = probe_grad.double().numpy()  # [B, H, n, n]
         for head in range(H):
             scorer = ablated_scorer(model, layer, head, kind)
             total = 0.0

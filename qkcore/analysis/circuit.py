@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from qkcore.analysis.behaviour import BehaviourSpec, model_behaviour
 from qkcore.models.toy.train import TrainedRun
 from qkcore.models.toy.view import loaded_toy
@@ -27,12 +29,13 @@ def circuit_report(run: TrainedRun, threshold: float = 0.5) -> dict[str, Any]:
     """Strongest layer-0 prev head and last-layer induction head of ``run``'s final weights."""
     length = min(64, run.config.seq_len // 2)
     scores = model_behaviour(loaded_toy(run), BehaviourSpec(length=length))
-    prev0 = float(scores["prev"][0].max())
-    ind1 = float(scores["ind"][-1].max())
+    prev, ind = np.asarray(scores["prev"]), np.asarray(scores["ind"])  # [L, H] each
+    prev0 = float(prev[0].max())
+    ind1 = float(ind[-1].max())
     return {
         "prev_layer0": prev0,
         "ind_layer1": ind1,
-        "prev_head": int(scores["prev"][0].argmax()),
-        "ind_head": int(scores["ind"][-1].argmax()),
+        "prev_head": int(prev[0].argmax()),
+        "ind_head": int(ind[-1].argmax()),
         "classic": prev0 >= threshold and ind1 >= threshold,
     }

@@ -218,6 +218,7 @@ def frequency_check(model, *, n_tokens: int = 32, seed: int = 0, max_offset: int
             h = int(asym.argmax())
             best_head = (float(asym.max()), f"L{layer}.H{h}")
             best_kernels = (np.arange(-max_offset, max_offset + 1), intact[h], ablated[h])
+    assert best_head is not None  # set by the first layer
     return FrequencyCheck(
         model.name,
         worst["abs"],

@@ -239,7 +239,7 @@ def head_table(model, spec: TableSpec = TableSpec()) -> pd.DataFrame:
     behaviour = {} if closed else model_behaviour(model, spec.behaviour)
     if not closed:
         for name in ("prev", "dup", "ind"):
-            columns[name] = behaviour[name]
+            columns[name] = np.asarray(behaviour[name])
     columns["copying"] = weights.pop("copying")
     columns["self_match"] = weights.pop("self_match")
     columns.update(weights)  # RoPE phase features
