@@ -65,7 +65,7 @@ def timed(fn, *args, **kwargs):
     return out, time.perf_counter() - start
 
 
-def naive_null(ops: QKFactors, n_draws: int, seed: int) -> dict[str, np.ndarray]:
+def naive_null(ops: QKFactors, n_draws: int, seed: int) -> list[list[np.ndarray]]:
     """Reference null: per head and draw, explicit Haar frames U, V (d_eff x k) by QR."""
     rng = np.random.default_rng(seed)
     sigma = singular_values(ops).reshape(-1, ops.k)

@@ -64,11 +64,13 @@ def main() -> None:
             bos = getattr(model.tokenizer, "bos_token_id", None)
             tokens = repeated_random_tokens(spec.ablation_sequences, 64, vocab, bos, 1, low=low)
             heads = [(h // model.n_heads, h % model.n_heads) for h in range(args.sweep_heads)]
-            full = np.mean(
-                [timed(ablation_effect, model, *lh, kind, tokens, 64, 0.0) for lh in heads]
+            full = float(
+                np.mean([timed(ablation_effect, model, *lh, kind, tokens, 64, 0.0) for lh in heads])
             )
-            screen = np.mean(
-                [timed(ablation_effect, model, *lh, kind, tokens[:4], 64, 0.0) for lh in heads]
+            screen = float(
+                np.mean(
+                    [timed(ablation_effect, model, *lh, kind, tokens[:4], 64, 0.0) for lh in heads]
+                )
             )
             t[f"full ablation sweep ({kind}, {spec.ablation_sequences} seq, extrapolated)"] = (
                 full * n

@@ -38,7 +38,8 @@ def main() -> None:
             for length in (2, 4, 8, 16, 32, 63):
                 b = model_behaviour(model, BehaviourSpec(n_seq=100, length=length))
                 cells.append(
-                    f"|r|={length}: ind {b['ind'][-1].max():.2f}, loss {b['induction_loss']:.2f}"
+                    f"|r|={length}: ind {np.asarray(b['ind'])[-1].max():.2f}, "
+                    f"loss {b['induction_loss']:.2f}"
                 )
             print(f"{scheme}-s{seed}  " + "; ".join(cells))
             L = args.length

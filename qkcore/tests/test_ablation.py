@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from qkcore.analysis.ablation import ablated_scores, run_with_hooks, with_ablati
 from qkcore.models.toy.model import ToyConfig, ToyTransformer
 from qkcore.models.toy.view import toy_model_view
 
-TINY = dict(d_model=32, d_head=8, seq_len=32)
+TINY: dict[str, Any] = dict(d_model=32, d_head=8, seq_len=32)
 
 
 def _toy(scheme: str):

@@ -75,11 +75,13 @@ def test_weights_door_reads_what_transformer_lens_folds(folders, family: str):
     processing of the same model (``enable_compatibility_mode``: fold_ln, centring): factors,
     biases and the OV / embedding weights, to float32 rounding of the bridge's copies."""
     import torch
+    from transformer_lens.model_bridge import TransformerBridge
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = load_model(str(folders[family]), forward="transformer-lens")
     bridge = model.bridge
+    assert isinstance(bridge, TransformerBridge)  # W_Q, W_K: beyond the ForwardBridge protocol
     weights = read_weights(folders[family])
     processed = weights.processed()
 
@@ -110,7 +112,8 @@ def test_local_and_global_layers_keep_their_own_rotary_base(folders):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = load_model(str(folders["gemma3"]), forward="transformers-hooks")
-    bases = [model.rotary_at(layer).base for layer in range(model.n_layers)]
+    rotary = [model.rotary_at(layer) for layer in range(model.n_layers)]
+    bases = [None if info is None else info.base for info in rotary]
     assert bases == [10000.0, 1000000.0, 10000.0]  # sliding, full, sliding (the config's)
     assert model.windows == (6, None, 6)
     assert model.qk_norm is not None and model.factors.k == 16 != 48 // 4

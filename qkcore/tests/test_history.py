@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ from qkcore.linalg.spectra import spectral_metrics
 from qkcore.models.toy.model import ToyConfig
 from qkcore.models.toy.train import train
 
-TINY = dict(
+TINY: dict[str, Any] = dict(
     d_model=32, d_head=8, seq_len=32, batch=4, steps=16, eval_every=4, eval_batch=4, warmup=4
 )
 
@@ -95,7 +96,7 @@ def test_toy_grid_run_has_the_released_form(rope_run):
     run = toy_grid_run(rope_run)
     assert run.arm == "rope-free" and run.seed == 0
     assert run.prev_all.shape == (8,) and run.ind_all.shape == (8,)
-    assert run.kernels.shape == (8, 9)
+    assert run.kernels is not None and run.kernels.shape == (8, 9)
     assert {"dir_frac", "D_head", "rope_imag_frac"} <= set(run.heads[0])
     # 16 steps of a tiny model do not form: censored at the cap, ranked last.
     assert math.isinf(run.formation)

@@ -113,7 +113,7 @@ def test_haar_overlaps_bad_shape():
 def test_singular_values_match_dense(pair):
     ops = QKFactors.from_weights(pair.A, pair.B)
     dense = np.linalg.svd(ops.dense(), compute_uv=False)[: ops.k]
-    scale = np.linalg.norm(pair.A) * np.linalg.norm(pair.B)
+    scale = float(np.linalg.norm(pair.A) * np.linalg.norm(pair.B))
     np.testing.assert_allclose(singular_values(ops), dense, rtol=0, atol=64 * 30 * 2.3e-16 * scale)
 
 

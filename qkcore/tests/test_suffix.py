@@ -12,6 +12,7 @@ import torch
 from qkcore.analysis.ablation import ablation_sweep, whole_pass_sweep, with_ablation
 from qkcore.analysis.behaviour import repeated_random_tokens
 from qkcore.models import load_model
+from qkcore.models.loaded import LoadedModel
 from qkcore.models.suffix import SuffixPasses
 from qkcore.testing.tiny import save_tiny_model
 
@@ -27,7 +28,7 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], object]:
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], LoadedModel]:
     root = tmp_path_factory.mktemp("suffix")
     out = {}
     with warnings.catch_warnings():

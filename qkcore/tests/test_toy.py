@@ -6,6 +6,7 @@ import hashlib
 import re
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from qkcore.models.toy.model import PAPER_PROTOCOL, ToyConfig, ToyTransformer
 from qkcore.models.toy.train import checkpoint_steps, imag_penalty, sample_batch, sym_penalty, train
 from qkcore.models.toy.view import toy_model_view
 
-TINY = dict(
+TINY: dict[str, Any] = dict(
     d_model=32, d_head=8, seq_len=32, batch=4, steps=12, eval_every=4, eval_batch=4, warmup=4
 )
 
