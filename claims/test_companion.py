@@ -42,12 +42,6 @@ from qkcore.testing.strategies import attention_stacks
 
 UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
 ALPHA = 0.05
-#: Depth of the shallowest model the companion studies (GPT-2, 12 layers; Pythia-410m 24,
-#: Llama-3-8B 32): the "depth products" its R3 numbers are about.
-COMPANION_MIN_DEPTH = 12
-#: A head "moves" the induction loss when its removal changes it by >= 0.01: the paper's own
-#: threshold for a head with an effect (§8: "92-99% of heads move by |dInd| < 0.01").
-MOVES = 0.01
 
 
 def _reduced_resolvent_norm(P: np.ndarray) -> float:
@@ -57,21 +51,20 @@ def _reduced_resolvent_norm(P: np.ndarray) -> float:
     return float(np.linalg.norm(S, 2))
 
 
-def _causal_premise(evidence, claim_record) -> bool:
+def _causal_premise(evidence, claim) -> None:
     """Premise of R3-R5: causal attention (a mask-forced Perron projector exists)."""
     causal = True if evidence.ref.kind == "toy" else bool(evidence.model().causal)
-    return claim_record.check(
+    claim.premise(
         "causal attention (mask-forced Perron projector)",
         causal,
         "==",
         True,
-        kind="premise",
         note="" if causal else "a bidirectional encoder: its attention matrices are not causal",
     )
 
 
 @claim("R1")
-def test_kreiss_constant_is_sqrt_n(claim_record):
+def test_kreiss_constant_is_sqrt_n(claim):
     """Source: companion abstract, "the mask pins the Kreiss constant of every causal
     stochastic matrix at sqrt(n)".
 
@@ -114,31 +107,26 @@ def test_kreiss_constant_is_sqrt_n(claim_record):
         counts["tested"] += 1
 
     prop()
-    claim_record.check(
-        "resolvable examples tested (of 25 drawn)", counts["tested"], ">=", 15, kind="power"
-    )
-    claim_record.measure("examples unresolvable in float64 (not tested)", counts["unresolvable"])
-    claim_record.check(
+    claim.power("resolvable examples tested (of 25 drawn)", counts["tested"], ">=", "resolvable")
+    claim.measure("examples unresolvable in float64 (not tested)", counts["unresolvable"])
+    claim.statement(
         "worst |K/sqrt(n) - 1| in units of its rounding tolerance",
         worst["kreiss"],
         "<=",
         1.0,
-        kind="statement",
         n=counts["tested"],
     )
-    claim_record.check(
-        "worst |P Pi - Pi|, |Pi P - Pi| entry", worst["commute"], "<=", 1e-12, kind="statement"
-    )
+    claim.statement("worst |P Pi - Pi|, |Pi P - Pi| entry", worst["commute"], "<=", "commute")
     identity = kreiss_constant(np.eye(4), max_power=0).value
-    claim_record.measure("K(I_4) (a causal stochastic matrix outside the class)", identity)
-    claim_record.note(
+    claim.measure("K(I_4) (a causal stochastic matrix outside the class)", identity)
+    claim.note(
         "Holds for every pattern with P_ii < 1 for i >= 1 (every softmax pattern). The literal "
         f"'every causal row-stochastic matrix' fails: the identity has K = {identity:.6f}, not 2."
     )
 
 
 @claim("R2")
-def test_deflation_factorizes_depth_products(claim_record):
+def test_deflation_factorizes_depth_products(claim):
     """Source: companion abstract, "deflating the mask-forced Perron projector factorizes the
     depth deviation dynamics exactly into a product of deflated operators".
 
@@ -169,20 +157,14 @@ def test_deflation_factorizes_depth_products(claim_record):
         worst["stacks"] += 1
 
     prop()
-    claim_record.check(
-        "worst error in units of its rounding bound",
-        worst["ratio"],
-        "<=",
-        1.0,
-        kind="statement",
-        n=worst["stacks"],
+    claim.statement(
+        "worst error in units of its rounding bound", worst["ratio"], "<=", 1.0, n=worst["stacks"]
     )
-    claim_record.check(
+    claim.statement(
         "stacks whose layers' projectors differ",
         worst["projector_mismatch"],
         "==",
         0,
-        kind="statement",
         n=worst["stacks"],
     )
 
@@ -201,7 +183,7 @@ R3_CI_RANKS = (2, 7)
 
 
 @claim("R3", evidence=("weights", "toy"), schemes=("rope", "rope-partial", "ape", "alibi"))
-def test_eigenvalues_mispredict_depth_deviations(evidence, claim_record):
+def test_eigenvalues_mispredict_depth_deviations(evidence, claim):
     """Source: companion abstract, "On depth products, eigenvalue predictions of surviving
     deviations err by seven to eleven orders of magnitude, an error absent in matched nulls."
 
@@ -227,13 +209,9 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim_record):
     GPT-2): the 2-layer toys have no deep product to speak of -> not applicable.
 
     Power: no rank test; 8 sequences x 8 null draws."""
-    if not _causal_premise(evidence, claim_record):
-        return
+    _causal_premise(evidence, claim)
     depth = _depth(evidence)
-    if not claim_record.check(
-        "layers in the depth product", depth, ">=", COMPANION_MIN_DEPTH, kind="premise"
-    ):
-        return
+    claim.premise("layers in the depth product", depth, ">=", "min_depth")
     model = evidence.model()
     patterns = attention_patterns(model, real_inputs(model, R3_SEQUENCES, 48))
     rng = np.random.default_rng(0)
@@ -254,33 +232,34 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim_record):
         s = np.sort(values)
         return (float(s[lo - 1]), float(s[hi - 1]))
 
-    claim_record.check(
+    # statements that show the companion's range (claim.statement takes no paper=)
+    claim.record.check(
         "median misprediction (orders)",
         float(np.median(real)),
         ">=",
-        7,
+        claim.threshold("orders"),
         kind="statement",
         paper="7-11",
         interval=ci(real),
         n=len(real),
     )
-    claim_record.check(
+    claim.record.check(
         "median excess misprediction over the matched null (orders)",
         float(np.median(excess)),
         ">=",
-        7,
+        claim.threshold("orders"),
         kind="statement",
         paper="7-11 (absent in nulls)",
         interval=ci(excess),
         n=len(excess),
     )
-    claim_record.measure("per sequence: real", real.tolist())
-    claim_record.measure("per sequence: null (median of 8 draws)", null.tolist())
-    claim_record.measure("matched null median (orders)", float(np.median(null)), n=len(null))
+    claim.measure("per sequence: real", real.tolist())
+    claim.measure("per sequence: null (median of 8 draws)", null.tolist())
+    claim.measure("matched null median (orders)", float(np.median(null)), n=len(null))
 
 
 @claim("R4", evidence=("weights", "toy"), schemes=("rope", "rope-partial", "ape", "alibi"))
-def test_signed_non_normality(evidence, claim_record):
+def test_signed_non_normality(evidence, claim):
     """Source: companion abstract, "A routing minority carries excess transient reserve that
     tracks previous-token function and doubles when induction heads engage, while the sink
     majority is suppressed below matched shuffle nulls".
@@ -304,55 +283,41 @@ def test_signed_non_normality(evidence, claim_record):
 
     Power: the smallest one-sided p the rank test can reach with the routing heads at hand
     (1/n! for n <= 9) must be <= 0.05 (n >= 4)."""
-    if not _causal_premise(evidence, claim_record):
-        return
+    _causal_premise(evidence, claim)
     model = evidence.model()
     patterns = attention_patterns(model, real_inputs(model, 2, 48))
     reserves = head_reserves(patterns, n_null=8)
     excess, sink = reserves["excess"].ravel(), reserves["sink"].ravel()
     is_sink = sink >= 0.5
-    if not claim_record.check(
+    # on the recorder: the premise carries its n and a failed one still records a measurement
+    if not claim.record.check(
         "sink heads (sink share >= 0.5)", int(is_sink.sum()), ">=", 1, kind="premise", n=len(sink)
     ):
-        claim_record.measure("largest sink share of any head", float(sink.max()))
+        claim.measure("largest sink share of any head", float(sink.max()))
         return
     table = evidence.head_table()
     prev = table["prev"].to_numpy().reshape(reserves["excess"].shape).ravel()
     routing = ~is_sink
     n_routing = int(routing.sum())
     smallest_p = smallest_spearman_p(n_routing, sides=1)
-    claim_record.check(
-        "smallest attainable one-sided p (routing heads)",
-        smallest_p,
-        "<=",
-        ALPHA,
-        kind="power",
-        n=n_routing,
+    claim.power(
+        "smallest attainable one-sided p (routing heads)", smallest_p, "<=", "alpha", n=n_routing
     )
-    claim_record.check(
-        "share of sink heads", float(is_sink.mean()), ">", 0.5, kind="statement", n=len(sink)
-    )
+    claim.statement("share of sink heads", float(is_sink.mean()), ">", "majority", n=len(sink))
     sink_median = float(np.median(excess[is_sink]))
     routing_median = float(np.median(excess[routing])) if routing.any() else float("nan")
-    claim_record.check("sink heads: median excess", sink_median, "<", 0, kind="statement")
-    claim_record.check("routing heads: median excess", routing_median, ">", 0, kind="statement")
+    claim.statement("sink heads: median excess", sink_median, "<", 0)
+    claim.statement("routing heads: median excess", routing_median, ">", 0)
     if n_routing >= 3:
         rho, p_one = spearman_test(excess[routing], prev[routing], "greater")
     else:
         rho, p_one = float("nan"), 1.0
-    claim_record.check(
-        "routing heads: Spearman(excess, prev)", rho, ">", 0, kind="statement", n=n_routing
-    )
-    claim_record.check(
-        "routing heads: one-sided p of Spearman(excess, prev)",
-        p_one,
-        "<",
-        ALPHA,
-        kind="statement",
-        n=n_routing,
+    claim.statement("routing heads: Spearman(excess, prev)", rho, ">", 0, n=n_routing)
+    claim.statement(
+        "routing heads: one-sided p of Spearman(excess, prev)", p_one, "<", "alpha", n=n_routing
     )
     for family, mask in (("sink", is_sink), ("routing", routing)):
-        claim_record.plot(
+        claim.plot(
             "transient reserve excess vs prev score",
             f"{evidence.ref.evidence_id} {family}",
             prev[mask],
@@ -375,7 +340,7 @@ R5_SUMMARIES = (
 
 
 @claim("R5", evidence=("toy",), schemes=("rope", "ape", "alibi"))
-def test_no_single_summary_predicts_criticality(evidence, claim_record):
+def test_no_single_summary_predicts_criticality(evidence, claim):
     """Source: companion abstract, "no single-operator summary of any kind predicts per-head
     causal criticality".
 
@@ -424,37 +389,31 @@ def test_no_single_summary_predicts_criticality(evidence, claim_record):
 
             critical[layer, head] = loss([(f"blocks.{layer}.attn.hook_pattern", zero)]) - base
     critical = critical.ravel()
-    claim_record.measure("criticality per head", critical.tolist())
-    if not claim_record.check(
+    claim.measure("criticality per head", critical.tolist())
+    claim.premise(
         "largest |criticality| (a head whose removal moves the induction loss)",
         float(np.abs(critical).max()),
         ">=",
-        MOVES,
-        kind="premise",
-    ):
-        return
+        "moves",
+    )
     n = critical.size
     level = ALPHA / len(R5_SUMMARIES)
     smallest = 2 / factorial(n) if n <= 9 else 0.0
-    claim_record.check(
-        "smallest attainable two-sided exact p", smallest, "<=", level, kind="power", n=n
-    )
+    claim.power("smallest attainable two-sided exact p", smallest, "<=", level, n=n)
     reserves = head_reserves(attention_patterns(model, real_inputs(model, 2, 48)), n_null=8)
     summaries = {name: table[name].to_numpy() for name in R5_SUMMARIES[:-1]}
     summaries["reserve excess"] = reserves["excess"].ravel()
     for name in R5_SUMMARIES:
         rho, p = spearman_exact(summaries[name], critical)
-        claim_record.measure(f"Spearman({name}, criticality)", rho)
-        claim_record.check(
-            f"exact p ({name}), Bonferroni level 0.05/7", p, ">=", level, kind="statement", n=n
-        )
+        claim.measure(f"Spearman({name}, criticality)", rho)
+        claim.statement(f"exact p ({name}), Bonferroni level 0.05/7", p, ">=", level, n=n)
     if n <= 9:
-        claim_record.measure(
+        claim.measure(
             "weakest |rho| reaching the Bonferroni level at this n (no ties)",
             critical_spearman_rho(n, level),
             n=n,
         )
-    claim_record.note(
+    claim.note(
         f"Bonferroni over the {len(R5_SUMMARIES)} summaries: each exact p must be >= "
         f"{level:.5f}; with {n} heads only a strong rank association can reach that level."
     )
