@@ -43,33 +43,29 @@ S4A_FAMILY = [
     for b in ("prev", "dup", "ind", "copying")
 ]
 QK_METRICS = ("dir_frac", "D_head", "imag_mass", "henrici", "content_pos_frac", "cond_eig")
-ALPHA = 0.05
 #: The smallest |rho| Table 1 calls significant: the effect size a "not significant" cell must
 #: have had the power to detect.
 SMALLEST_REPORTED_EFFECT = 0.47
-#: Conventional minimum power for a non-significant result to count as evidence of absence.
-MIN_POWER = 0.8
-#: §8 classes heads by behaviour score > 0.5 ("the other prev > 0.5 heads"); the same cut on
-#: the same [0, 1] attention-score scale names an induction head.
-HEAD_CLASS_THRESHOLD = 0.5
+# Thresholds (catalogue): "alpha" (S4a, S4c) the significance level; "min_power" (S4a, S4c)
+# the conventional minimum power for a non-significant result to count as evidence of absence;
+# "head_class" (S4b) §8's head-class cut.
 
 
-def _power_to_see_the_smallest_effect(claim_record, n: int, alpha: float) -> None:
+def _power_to_see_the_smallest_effect(claim, n: int, alpha: float) -> None:
     """A "not significant" reading is worth something only if the test could have seen the
-    paper's smallest reported effect: power >= MIN_POWER at this n and level."""
-    claim_record.check(
+    paper's smallest reported effect: power >= the claim's "min_power" at this n and level."""
+    claim.power(
         f"power to detect |rho| = {SMALLEST_REPORTED_EFFECT} at alpha {alpha:.2g}",
         spearman_power(SMALLEST_REPORTED_EFFECT, n, alpha),
         ">=",
-        MIN_POWER,
-        kind="power",
+        "min_power",
         n=n,
     )
 
 
 @claim("S4a", evidence=("paper",), models=("gpt2",), columns=("prev", "dup", "ind", "copying"))
 @pytest.mark.parametrize(("metric", "behaviour"), list(S4A), ids=[f"{m}~{b}" for m, b in S4A])
-def test_spectral_metrics_track_head_type(evidence, claim_record, metric, behaviour):
+def test_spectral_metrics_track_head_type(evidence, claim, metric, behaviour):
     """Source (§4 and Table 1): "On GPT-2 (n = 144, Spearman, BH-FDR q < 10^-3), directionality
     maps onto head class"; Table 1 "Spearman correlations of spectral metrics with head-type
     scores (GPT-2, n = 144; all shown are FDR-significant)", copying "0.06 (ns)".
@@ -95,17 +91,19 @@ def test_spectral_metrics_track_head_type(evidence, claim_record, metric, behavi
     rho = float(results[(metric, behaviour)].statistic)
     q_value = float(q[(metric, behaviour)])
     printed = S4A[(metric, behaviour)]
-    claim_record.check(
+    # S4A also names the parameters and gives each statement its sign, so it stays here; a
+    # number check with n stays on the recorder (claim.printed() records none)
+    claim.record.check(
         f"Spearman rho({metric}, {behaviour})", rho, "==", printed, kind="number", n=n
     )
     if (metric, behaviour) in NOT_SIGNIFICANT:
-        claim_record.check("BH q (ns)", q_value, ">=", ALPHA, kind="statement", n=n)
-        _power_to_see_the_smallest_effect(claim_record, n, ALPHA / len(S4A_FAMILY))
+        claim.statement("BH q (ns)", q_value, ">=", "alpha", n=n)
+        _power_to_see_the_smallest_effect(claim, n, claim.threshold("alpha") / len(S4A_FAMILY))
     else:
         sign = ">" if printed.startswith("+") else "<"
-        claim_record.check(f"sign of rho ({printed[0]})", rho, sign, 0.0, kind="statement", n=n)
-        claim_record.check("BH q", q_value, "<", ALPHA, kind="statement", n=n)
-        claim_record.check("BH q (text: q < 1e-3)", q_value, "<", "1e-3", kind="number", n=n)
+        claim.statement(f"sign of rho ({printed[0]})", rho, sign, 0.0, n=n)
+        claim.statement("BH q", q_value, "<", "alpha", n=n)
+        claim.record.check("BH q (text: q < 1e-3)", q_value, "<", "1e-3", kind="number", n=n)
 
 
 @claim(
@@ -114,7 +112,7 @@ def test_spectral_metrics_track_head_type(evidence, claim_record, metric, behavi
     models=("gpt2",),
     columns=("self_match", "score_asym", "copying", "cond_eig"),
 )
-def test_self_match_asymmetry_and_copying(evidence, claim_record):
+def test_self_match_asymmetry_and_copying(evidence, claim):
     """Source (§4): "Copying (OV) is orthogonal to every QK metric, a clean control. The content
     signature is legible: self_match equals content_pos_frac at r = 0.96; empirical pre-softmax
     score asymmetry on real inputs tracks dir_frac at 0.66."
@@ -138,23 +136,12 @@ def test_self_match_asymmetry_and_copying(evidence, claim_record):
     r_self = scipy.stats.pearsonr(table["self_match"], table["content_pos_frac"])
     rho_asym = scipy.stats.spearmanr(table["score_asym"], table["dir_frac"])
     r_asym_pearson = scipy.stats.pearsonr(table["score_asym"], table["dir_frac"])
-    claim_record.check(
-        "Pearson r(self_match, content_pos_frac)",
-        float(r_self.statistic),
-        ">",
-        0.0,
-        kind="statement",
-        n=n,
+    claim.statement(
+        "Pearson r(self_match, content_pos_frac)", float(r_self.statistic), ">", 0.0, n=n
     )
-    claim_record.check(
-        "p of r(self_match, content_pos_frac)",
-        float(r_self.pvalue),
-        "<",
-        ALPHA,
-        kind="statement",
-        n=n,
-    )
-    claim_record.check(
+    claim.statement("p of r(self_match, content_pos_frac)", float(r_self.pvalue), "<", "alpha", n=n)
+    # number checks with n: claim.printed() records none, so these stay on the recorder
+    claim.record.check(
         "Pearson r(self_match, content_pos_frac)",
         float(r_self.statistic),
         "==",
@@ -162,18 +149,9 @@ def test_self_match_asymmetry_and_copying(evidence, claim_record):
         kind="number",
         n=n,
     )
-    claim_record.check(
-        "Spearman rho(score_asym, dir_frac)",
-        float(rho_asym.statistic),
-        ">",
-        0.0,
-        kind="statement",
-        n=n,
-    )
-    claim_record.check(
-        "p of rho(score_asym, dir_frac)", float(rho_asym.pvalue), "<", ALPHA, kind="statement", n=n
-    )
-    claim_record.check(
+    claim.statement("Spearman rho(score_asym, dir_frac)", float(rho_asym.statistic), ">", 0.0, n=n)
+    claim.statement("p of rho(score_asym, dir_frac)", float(rho_asym.pvalue), "<", "alpha", n=n)
+    claim.record.check(
         "Spearman rho(score_asym, dir_frac)",
         float(rho_asym.statistic),
         "==",
@@ -181,28 +159,27 @@ def test_self_match_asymmetry_and_copying(evidence, claim_record):
         kind="number",
         n=n,
     )
-    claim_record.measure(
+    claim.measure(
         "Pearson r(score_asym, dir_frac) (not the reading)", float(r_asym_pearson.statistic), n=n
     )
     tests = {m: scipy.stats.spearmanr(table["copying"], table[m]) for m in QK_METRICS}
     q = benjamini_hochberg([t.pvalue for t in tests.values()])
     for (metric, test), q_value in zip(tests.items(), q, strict=True):
-        claim_record.measure(f"Spearman rho(copying, {metric})", float(test.statistic), n=n)
-        claim_record.measure(f"BH q (copying, {metric})", float(q_value))
+        claim.measure(f"Spearman rho(copying, {metric})", float(test.statistic), n=n)
+        claim.measure(f"BH q (copying, {metric})", float(q_value))
     strongest = max(tests, key=lambda m: abs(tests[m].statistic))
-    claim_record.check(
+    claim.statement(
         f"min BH q of copying ~ QK metric (strongest: {strongest})",
         float(np.min(q)),
         ">=",
-        ALPHA,
-        kind="statement",
+        "alpha",
         n=n,
     )
-    _power_to_see_the_smallest_effect(claim_record, n, ALPHA / len(QK_METRICS))
+    _power_to_see_the_smallest_effect(claim, n, claim.threshold("alpha") / len(QK_METRICS))
 
 
 @claim("S4b", evidence=("weights", "toy"), columns=("prev", "ind"))
-def test_prev_head_leads_k_composition(evidence, claim_record):
+def test_prev_head_leads_k_composition(evidence, claim):
     """Source (§4): "by the K-composition statistic (the Frobenius overlap of an induction head's
     QK operator with an earlier head's OV write, ranked over all earlier heads), the canonical
     previous-token head ranks #1 for every induction head tested --- GPT-2's 4.11 for
@@ -230,31 +207,28 @@ def test_prev_head_leads_k_composition(evidence, claim_record):
     from qkcore.stats.population import head_name, top_k_heads
 
     model = evidence.model()
-    claim_record.check("causal attention", bool(model.causal), "==", True, kind="premise")
-    if not model.causal:
-        return
+    claim.premise("causal attention", bool(model.causal), "==", True)
     table = evidence.head_table()
-    candidates = table[(table["layer"] >= 1) & (table["ind"] > HEAD_CLASS_THRESHOLD)]
+    head_class = claim.threshold("head_class")
+    candidates = table[(table["layer"] >= 1) & (table["ind"] > head_class)]
     strongest_ind = top_k_heads(table[table["layer"] >= 1], "ind", 1).iloc[0]
-    claim_record.check(
-        f"induction heads (ind > {HEAD_CLASS_THRESHOLD}, layer >= 1)",
+    claim.premise(
+        f"induction heads (ind > {head_class}, layer >= 1)",
         len(candidates),
         ">=",
         1,
-        kind="premise",
         note=f"strongest: {head_name(strongest_ind)} ind {strongest_ind['ind']:.3f}",
     )
-    if candidates.empty:
-        return
     inductions = top_k_heads(candidates, "ind", min(3, len(candidates)))
     floor = int(inductions["layer"].min())
     earlier = table[table["layer"] < floor]
     prev = top_k_heads(earlier, "prev", 1).iloc[0]
-    claim_record.check(
+    # recorded, not ended on: the ranks below are recorded even when this premise fails
+    claim.record.check(
         f"canonical prev head {head_name(prev)}: prev score",
         float(prev["prev"]),
         ">",
-        HEAD_CLASS_THRESHOLD,
+        head_class,
         kind="premise",
     )
     paper_heads = {
@@ -262,14 +236,14 @@ def test_prev_head_leads_k_composition(evidence, claim_record):
         "pythia-410m": ("5.2", ("8.6", "10.9", "11.14"), ("128", "160", "176")),
     }
     paper = paper_heads.get(evidence.ref.name)
-    claim_record.measure(
+    claim.measure(
         "canonical prev head", head_name(prev), paper=paper[0] if paper else None, n=len(earlier)
     )
     comp = k_composition(model)
     flat = int(prev["layer"]) * model.n_heads + int(prev["head"])
     denominators = []
     ordered = inductions.sort_values(["layer", "head"])
-    claim_record.measure(
+    claim.measure(
         "induction heads tested",
         "/".join(head_name(row) for _, row in ordered.iterrows()),
         paper="/".join(paper[1]) if paper else None,
@@ -281,18 +255,19 @@ def test_prev_head_leads_k_composition(evidence, claim_record):
         n_earlier = int(np.isfinite(scores).sum())
         first = divmod(int(order[0]), model.n_heads)
         denominators.append(n_earlier)
-        claim_record.check(
+        claim.statement(
             f"rank of prev head {head_name(prev)} for induction head {head_name(ind)} "
             f"(ind {ind['ind']:.3f})",
             rank,
             "==",
             1,
-            kind="statement",
             n=n_earlier,
             note=f"ranked #1: {first[0]}.{first[1]}",
         )
+    # paper_heads also names the heads and decides which rows are judged: the number checks
+    # stay on the recorder
     if paper is not None and len(denominators) == len(paper[2]):
         for ours, printed, name in zip(denominators, paper[2], paper[1], strict=True):
-            claim_record.check(
+            claim.record.check(
                 f"earlier heads ranked (paper's head {name})", ours, "==", printed, kind="number"
             )
