@@ -49,8 +49,8 @@ S5B = (
 NAMED_SCALARS = ("dir_frac", "D_head", "imag_mass")
 #: Spectral columns the sentence does not name: recorded as separate, labelled findings.
 OTHER_SCALARS = ("henrici", "content_pos_frac", "cond_eig")
-#: "Strong" behaviour score of a circuit head (module docstring).
-STRONG = 0.5
+# Thresholds (catalogue): "strong" (S5a, S5b) the behaviour score of a circuit head (module
+# docstring); "largest_dce_sym" (S5a) and "max_abs_rho" (S5b) as their tests' docstrings say.
 #: GPT-2's induction loss before any ablation, as §5 prints it (0.21 -> 1.77); the published
 #: table carries only the change, so relative rises are taken against this printed baseline.
 GPT2_INDUCTION_LOSS = 0.21
@@ -64,32 +64,35 @@ def _spearman(table, a: str, b: str) -> float:
     return float(scipy.stats.spearmanr(table[a], table[b]).statistic)
 
 
-def _circuit(table, claim_record) -> tuple[str, str]:
+def _circuit(table, claim) -> tuple[str, str]:
     """The toy's classic circuit as premises: its strongest layer-0 prev head and strongest
-    last-layer induction head, each with score >= STRONG. Returns their names."""
+    last-layer induction head, each with score >= the claim's "strong". Returns their names.
+
+    Recorded, not ended on: the callers' statements are recorded even when a premise fails."""
     layer0 = table[table["layer"] == 0]
     last = table[table["layer"] == table["layer"].max()]
     prev = layer0.loc[layer0["prev"].idxmax()]
     ind = last.loc[last["ind"].idxmax()]
-    claim_record.check(
+    strong = claim.threshold("strong")
+    claim.record.check(
         f"layer-0 previous-token head ({head_name(prev)}): prev score",
         float(prev["prev"]),
         ">=",
-        STRONG,
+        strong,
         kind="premise",
     )
-    claim_record.check(
+    claim.record.check(
         f"layer-{int(ind['layer'])} induction head ({head_name(ind)}): ind score",
         float(ind["ind"]),
         ">=",
-        STRONG,
+        strong,
         kind="premise",
     )
     return head_name(prev), head_name(ind)
 
 
 @claim("S5a", evidence=("paper",), models=("gpt2",), columns=("dCE_sym", "dCE_anti"))
-def test_symmetric_part_carries_the_load(evidence, claim_record):
+def test_symmetric_part_carries_the_load(evidence, claim):
     """Source (§5, "Symmetrization ablation"): "Replacing a head's M with M_S (killing M_A) or
     M_A (killing M_S) and measuring held-out CE, the symmetric part is 6.7x more load-bearing:
     sum dCE_anti = 2.60 vs sum dCE_sym = 0.39; killing M_A costs <= 0.02 general CE anywhere."
@@ -111,41 +114,36 @@ def test_symmetric_part_carries_the_load(evidence, claim_record):
     remove_a = float(table["dCE_sym"].sum())
     worst = table.loc[table["dCE_sym"].idxmax()]
     n = len(table)
-    claim_record.check(
+    claim.statement(
         "M_S more load-bearing: sum dCE (M_S removed) - sum dCE (M_A removed)",
         remove_s - remove_a,
         ">",
         0.0,
-        kind="statement",
         n=n,
     )
-    claim_record.check(
+    # a statement with the paper's wording beside it (paper=): claim.statement() takes none
+    claim.record.check(
         f"largest dCE when M_A is removed (head {head_name(worst)})",
         float(worst["dCE_sym"]),
         "<",
-        0.025,
+        claim.threshold("largest_dce_sym"),
         kind="statement",
         paper="<= 0.02",
         n=n,
         note="0.025: the values that print as <= 0.02 at 2 decimals",
     )
-    claim_record.check("sum dCE, M_S removed", remove_s, "==", "2.60", kind="number", n=n)
-    claim_record.check("sum dCE, M_A removed", remove_a, "==", "0.39", kind="number", n=n)
-    claim_record.check("ratio of the sums", remove_s / remove_a, "==", "6.7", kind="number")
-    claim_record.check(
-        "ratio 2.60 / 0.39 from the paper's printed sums",
-        round(2.60 / 0.39, 1),
-        "==",
-        6.7,
-        kind="consistency",
+    # printed numbers written in the checks, not module constants: on the recorder
+    claim.record.check("sum dCE, M_S removed", remove_s, "==", "2.60", kind="number", n=n)
+    claim.record.check("sum dCE, M_A removed", remove_a, "==", "0.39", kind="number", n=n)
+    claim.record.check("ratio of the sums", remove_s / remove_a, "==", "6.7", kind="number")
+    claim.consistency(
+        "ratio 2.60 / 0.39 from the paper's printed sums", round(2.60 / 0.39, 1), "==", 6.7
     )
-    claim_record.measure(
-        "heads with dCE (M_A removed) > 0.02", int((table["dCE_sym"] > 0.02).sum()), n=n
-    )
+    claim.measure("heads with dCE (M_A removed) > 0.02", int((table["dCE_sym"] > 0.02).sum()), n=n)
 
 
 @claim("S5b", evidence=("paper",), models=("gpt2",), columns=("dICL_sym", "dCE_sym"))
-def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
+def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim):
     """Source (§5): "killing it [M_A] on the canonical induction head 5.1 raises induction loss
     8x (0.21 -> 1.77; 15x the next-largest effect) and on the previous-token head 4.11 by ~50%.
     Canonical induction heads 5.5/6.9 show smaller positive effects (+0.03, ranks 7-8 of 144);
@@ -178,7 +176,8 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
     n = len(table)
     d51 = float(_head(table, 5, 1)["dICL_sym"])
     d411 = float(_head(table, 4, 11)["dICL_sym"])
-    claim_record.check(
+    # a text threshold: claim.statement() would read "5.1" as a catalogue threshold's name
+    claim.record.check(
         "head with the largest induction-loss effect when M_A is removed",
         names[0],
         "==",
@@ -188,13 +187,15 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
     )
     for metric in NAMED_SCALARS:
         rho = _spearman(table, "dICL_sym", metric)
-        claim_record.check(f"|rho(dICL_sym, {metric})|", abs(rho), "<", 0.15, kind="statement", n=n)
-    claim_record.note(
+        claim.statement(f"|rho(dICL_sym, {metric})|", abs(rho), "<", "max_abs_rho", n=n)
+    claim.note(
         "||M_A|| (named by §5) is not a column of the published table, only its share dir_frac: "
         "not judged."
     )
+    # printed numbers written in the checks, not module constants (bounds, paper=, n): on the
+    # recorder
     for bound, printed in ((">=", "1.55"), ("<=", "1.57")):
-        claim_record.check(
+        claim.record.check(
             "dICL_sym of head 5.1",
             d51,
             bound,
@@ -203,29 +204,23 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
             paper="0.21 -> 1.77",
             note="1.77 - 0.21 with both printed to 2 decimals lies in [1.55, 1.57]",
         )
-    claim_record.check(
+    claim.record.check(
         "rise on 5.1: (0.21 + dICL_sym) / 0.21",
         (GPT2_INDUCTION_LOSS + d51) / GPT2_INDUCTION_LOSS,
         "==",
         "8",
         kind="number",
     )
-    claim_record.check(
-        "1.77 / 0.21 from the paper's printed losses",
-        round(1.77 / 0.21),
-        "==",
-        8,
-        kind="consistency",
-    )
+    claim.consistency("1.77 / 0.21 from the paper's printed losses", round(1.77 / 0.21), "==", 8)
     second = float(ranked["dICL_sym"].iloc[1])
-    claim_record.check(
+    claim.record.check(
         f"5.1's effect over the next-largest ({names[1]})",
         d51 / second,
         "==",
         "15",
         kind="number",
     )
-    claim_record.check(
+    claim.record.check(
         "relative rise on 4.11: dICL_sym / 0.21",
         d411 / GPT2_INDUCTION_LOSS,
         "==",
@@ -237,7 +232,7 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
     ranks = []
     for layer, head in ((5, 5), (6, 9)):
         name = f"{layer}.{head}"
-        claim_record.check(
+        claim.record.check(
             f"dICL_sym of {name}",
             float(_head(table, layer, head)["dICL_sym"]),
             "==",
@@ -246,34 +241,30 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim_record):
         )
         ranks.append(names.index(name) + 1)
     for rank, printed in zip(sorted(ranks), ("7", "8"), strict=True):
-        claim_record.check(
+        claim.record.check(
             "ranks of 5.5 and 6.9 by effect (sorted)", rank, "==", printed, kind="number", n=n
         )
-    claim_record.measure(
-        "top-5 heads by effect", names[:5], paper=["5.1", "4.11", "6.7", "3.0", "8.5"]
-    )
-    claim_record.note(
+    claim.measure("top-5 heads by effect", names[:5], paper=["5.1", "4.11", "6.7", "3.0", "8.5"])
+    claim.note(
         "The top-5 overlap p = 0.014 (hypergeometric, 2 of 5 in the canonical circuit, 144 heads) "
         "implies a canonical circuit of 6 heads; with the 4 heads §5 names (4.11, 5.1, 5.5, 6.9) "
         "the same p is 0.0057. Not judged: the paper does not list its canonical set."
     )
     for metric in OTHER_SCALARS:
         rho = _spearman(table, "dICL_sym", metric)
-        claim_record.measure(
-            f"separate finding (not named by §5): rho(dICL_sym, {metric})", rho, n=n
-        )
+        claim.measure(f"separate finding (not named by §5): rho(dICL_sym, {metric})", rho, n=n)
         if metric == "henrici":
-            claim_record.note(
+            claim.note(
                 "Separate finding: henrici non-normality, a spectral scalar the paper defines "
                 "(§3) but does not list in §5's 'no spectral scalar predicts', has rho = "
                 f"{rho:+.3f} with the need for M_A (dICL_sym) over the 144 GPT-2 heads."
             )
     for metric in (*NAMED_SCALARS, *OTHER_SCALARS):
-        claim_record.measure(f"rho(dCE_sym, {metric})", _spearman(table, "dCE_sym", metric), n=n)
+        claim.measure(f"rho(dCE_sym, {metric})", _spearman(table, "dCE_sym", metric), n=n)
 
 
 @claim("S5c", evidence=("paper",), models=("gpt2",), columns=("prev", "D_head", "dir_frac"))
-def test_d_head_does_not_beat_dir_frac(evidence, claim_record):
+def test_d_head_does_not_beat_dir_frac(evidence, claim):
     """Source (§5, "Incremental validity"): "the complex refinement adds no reliable positive
     increment on GPT-2: partial rho(D_head, prev | dir_frac) = -0.21 (layer-clustered 95% CI
     [-0.51, +0.08] - the point estimate is negative but not reliably so".
@@ -293,21 +284,20 @@ def test_d_head_does_not_beat_dir_frac(evidence, claim_record):
     table = evidence.head_table()
     result = partial_rho(table, "D_head", "prev", ["dir_frac"])
     lo, hi = partial_rho_ci(table, "D_head", "prev", ["dir_frac"])
-    claim_record.check(
-        "no reliable positive increment: 95% CI lower end", lo, "<", 0.0, kind="statement"
-    )
-    claim_record.check("not reliably negative: 95% CI upper end", hi, ">", 0.0, kind="statement")
-    claim_record.check(
+    claim.statement("no reliable positive increment: 95% CI lower end", lo, "<", 0.0)
+    claim.statement("not reliably negative: 95% CI upper end", hi, ">", 0.0)
+    # a number check with n: claim.printed() records none, so it stays on the recorder
+    claim.record.check(
         "partial rho(D_head, prev | dir_frac)", result.rho, "==", "-0.21", kind="number", n=result.n
     )
-    claim_record.measure("95% layer-clustered CI", [lo, hi], paper=[-0.51, 0.08])
+    claim.measure("95% layer-clustered CI", [lo, hi], paper=[-0.51, 0.08])
 
 
 NON_ROTARY = ("ape", "alibi")
 
 
 @claim("S5a", evidence=("toy",), schemes=NON_ROTARY)
-def test_symmetric_part_carries_the_load_on_toys(evidence, claim_record):
+def test_symmetric_part_carries_the_load_on_toys(evidence, claim):
     """Source: as the GPT-2 test (§5, "the symmetric part is 6.7x more load-bearing ...").
 
     Reading (toy adaptation, module docstring): the toy's induction loss stands in for corpus
@@ -322,22 +312,19 @@ def test_symmetric_part_carries_the_load_on_toys(evidence, claim_record):
     Power: every head measured; one seed per row (the plugin judges seeds as a population).
     """
     table = evidence.head_table()
-    _circuit(table, claim_record)
+    _circuit(table, claim)
     remove_s = float(table["dICL_anti"].sum())
     remove_a = float(table["dICL_sym"].sum())
     worst = table.loc[table["dICL_sym"].idxmax()]
-    claim_record.check(
+    claim.statement(
         "M_S more load-bearing: sum dICL (M_S removed) - sum dICL (M_A removed)",
         remove_s - remove_a,
         ">",
         0.0,
-        kind="statement",
         n=len(table),
     )
-    claim_record.measure(
-        "ratio of the sums", remove_s / remove_a if remove_a else float("inf"), paper=6.7
-    )
-    claim_record.measure(
+    claim.measure("ratio of the sums", remove_s / remove_a if remove_a else float("inf"), paper=6.7)
+    claim.measure(
         f"largest dICL when M_A is removed (head {head_name(worst)}; not judged: the paper's "
         "<= 0.02 bound is on general CE)",
         float(worst["dICL_sym"]),
@@ -346,7 +333,7 @@ def test_symmetric_part_carries_the_load_on_toys(evidence, claim_record):
 
 
 @claim("S5b", evidence=("toy",), schemes=NON_ROTARY)
-def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim_record):
+def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim):
     """Source: as the GPT-2 test (§5: M_A is "causally essential" for the circuit heads, "the
     argmax landing on a canonical induction head"; contributions: "M_A is causally critical
     only for the canonical induction/previous-token circuit").
@@ -363,21 +350,20 @@ def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim_recor
     Power: every head measured; one seed per row.
     """
     table = evidence.head_table()
-    circuit = _circuit(table, claim_record)
+    circuit = _circuit(table, claim)
     top = table.loc[table["dICL_sym"].idxmax()]
-    claim_record.check(
+    claim.statement(
         "head with the largest induction-loss effect when M_A is removed, in the circuit "
         f"{{prev {circuit[0]}, induction {circuit[1]}}}",
         head_name(top) in circuit,
         "==",
         True,
-        kind="statement",
         note=f"argmax head {head_name(top)}",
     )
-    claim_record.measure(f"its dICL_sym (head {head_name(top)})", float(top["dICL_sym"]))
-    claim_record.measure("induction loss before ablation", table.attrs.get("induction_loss"))
+    claim.measure(f"its dICL_sym (head {head_name(top)})", float(top["dICL_sym"]))
+    claim.measure("induction loss before ablation", table.attrs.get("induction_loss"))
     for metric in (*NAMED_SCALARS, *OTHER_SCALARS):
-        claim_record.measure(
+        claim.measure(
             f"rho(dICL_sym, {metric}) (not judged: 8 heads)",
             _spearman(table, "dICL_sym", metric),
             n=len(table),
