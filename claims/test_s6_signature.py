@@ -34,7 +34,7 @@ Toy heads have d_k = 16, so S6d's d_k = 64 contrast has no toy members.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, partial
 from itertools import combinations
 from math import comb
 
@@ -83,9 +83,6 @@ PARTIAL_CI_PAPER = {
     "pythia-1.4b": (0.38, 0.59),
     "llama-3-8b": (0.21, 0.45),
 }
-#: A head "implements previous-token attention" (toys): prev score >= 0.5.
-STRONG = 0.5
-ALPHA = 0.05
 
 
 def _top_k(ref) -> int:
@@ -100,33 +97,34 @@ def _causal(piece) -> bool:
     return True if model is None else bool(model().causal)
 
 
-def _premises(evidence, table, claim_record) -> bool:
-    """The premises every per-model §6 row shares (module docstring); True when they hold."""
-    ok = claim_record.check(
+def _premises(evidence, table, claim, *, ending: bool) -> None:
+    """The premises every per-model §6 row shares (module docstring). ``ending``: through
+    ``claim.premise`` (the caller judges them together in ``claim.premises()``); otherwise
+    recorded through ``claim.record`` and the test goes on (S6a / S6b record their statement
+    after a failed premise too)."""
+    premise = claim.premise if ending else partial(claim.record.check, kind="premise")
+    premise(
         "causal attention (the paper's models are causal LMs)",
         _causal(evidence),
         "==",
         True,
-        kind="premise",
     )
     if evidence.ref.kind == "toy":
-        ok &= claim_record.check(
+        premise(
             "strongest prev head's prev score",
             float(table["prev"].max()),
             ">=",
-            STRONG,
-            kind="premise",
+            claim.threshold("strong"),
         )
-    return ok
 
 
-def _side_of_median(evidence, claim_record, rotational: bool) -> None:
+def _side_of_median(evidence, claim, rotational: bool) -> None:
     """S6a / S6b: the statement (side of the model's median), the printed median (number) and
     the paper's bin label against its own printed median (consistency)."""
     table = evidence.head_table()
     k = _top_k(evidence.ref)
     value = top_k_percentile(table, "D_head", by="prev", k=k)
-    claim_record.plot(
+    claim.plot(
         "D_head percentile of the top-5 prev heads (toys: top-1), by scheme",
         evidence.ref.name,
         evidence.ref.family,
@@ -134,16 +132,18 @@ def _side_of_median(evidence, claim_record, rotational: bool) -> None:
         kind="strip",
         ylabel="within-model D_head percentile",
     )
-    _premises(evidence, table, claim_record)
+    _premises(evidence, table, claim, ending=False)
     name = f"median D_head percentile of the top-{k} prev heads"
     if rotational:
-        claim_record.check(f"{name} (rotational side)", value, ">", 0.5, kind="statement")
+        claim.statement(f"{name} (rotational side)", value, ">", "side")
     else:
-        claim_record.check(f"{name} (non-rotational side)", value, "<", 0.5, kind="statement")
+        claim.statement(f"{name} (non-rotational side)", value, "<", "side")
     printed = TOP5_PAPER.get(evidence.ref.name)
     if printed is not None:
-        claim_record.check(name, value, "==", printed, kind="number", n=len(table))
-        claim_record.plot(
+        # on the recorder: claim.printed() records no n (and TOP5_PAPER also serves the plot,
+        # the consistency check and S6d)
+        claim.record.check(name, value, "==", printed, kind="number", n=len(table))
+        claim.plot(
             "D_head percentile of the top-5 prev heads (toys: top-1), by scheme",
             f"{evidence.ref.name} median",
             evidence.ref.family,
@@ -155,20 +155,19 @@ def _side_of_median(evidence, claim_record, rotational: bool) -> None:
         label, comparison, bound = (
             ("top quintile", ">=", 0.8) if rotational else ("bottom quartile", "<=", 0.25)
         )
-        claim_record.check(
+        claim.consistency(
             f"the paper's {evidence.ref.name} median {printed} lies in the '{label}' it is "
             "labelled",
             float(printed),
             comparison,
             bound,
-            kind="consistency",
         )
-    claim_record.measure("measured median in the top quintile (>= 0.8)", bool(value >= 0.8))
-    claim_record.measure("measured median in the bottom quartile (<= 0.25)", bool(value <= 0.25))
+    claim.measure("measured median in the top quintile (>= 0.8)", bool(value >= 0.8))
+    claim.measure("measured median in the bottom quartile (<= 0.25)", bool(value <= 0.25))
 
 
 @claim("S6a", evidence=("paper", "weights", "toy"), schemes=ROPE, columns=("prev", "D_head"))
-def test_rope_prev_heads_are_rotational(evidence, claim_record):
+def test_rope_prev_heads_are_rotational(evidence, claim):
     """Source (§6): "[...] versus top-quintile under RoPE (medians 0.89/0.85/0.79)"; "the heads
     that implement previous-token attention are spectrally rotational under RoPE".
 
@@ -184,11 +183,11 @@ def test_rope_prev_heads_are_rotational(evidence, claim_record):
 
     Power: a descriptive per-model statement; every head of the model enters its percentile.
     """
-    _side_of_median(evidence, claim_record, rotational=True)
+    _side_of_median(evidence, claim, rotational=True)
 
 
 @claim("S6b", evidence=("paper", "weights", "toy"), schemes=NON_ROPE, columns=("prev", "D_head"))
-def test_absolute_and_alibi_prev_heads_are_not_rotational(evidence, claim_record):
+def test_absolute_and_alibi_prev_heads_are_not_rotational(evidence, claim):
     """Source (§6): "bottom-quartile under learned absolute (medians 0.21/0.23/0.14 [...]) and
     ALiBi (0.26)"; "spectrally non-rotational (content-like) under learned absolute positions";
     "BLOOM-1b1's top prev heads are indeed non-rotational (percentile 0.26)".
@@ -206,10 +205,10 @@ def test_absolute_and_alibi_prev_heads_are_not_rotational(evidence, claim_record
 
     Power: a descriptive per-model statement; every head of the model enters its percentile.
     """
-    _side_of_median(evidence, claim_record, rotational=False)
+    _side_of_median(evidence, claim, rotational=False)
 
 
-def _members(evidence_set, claim_record) -> dict:
+def _members(evidence_set, claim) -> dict:
     """``{ref: table}`` of the set's members that meet the per-model premises (module
     docstring): a known scheme, causal attention, and on toys a prev head (prev >= 0.5). The
     rest are named in a measurement."""
@@ -220,12 +219,12 @@ def _members(evidence_set, claim_record) -> dict:
             left_out.append(f"{ref.name} (scheme unknown)")
         elif ref in pieces and not _causal(pieces[ref]):
             left_out.append(f"{ref.name} (bidirectional)")
-        elif ref.kind == "toy" and float(table["prev"].max()) < STRONG:
+        elif ref.kind == "toy" and float(table["prev"].max()) < claim.threshold("strong"):
             left_out.append(f"{ref.name} (no prev head: prev {float(table['prev'].max()):.2f})")
         else:
             kept[ref] = table
     if left_out:
-        claim_record.measure("models left out of the set", "; ".join(left_out))
+        claim.measure("models left out of the set", "; ".join(left_out))
     return kept
 
 
@@ -241,7 +240,7 @@ def _gap(values: np.ndarray, rope: np.ndarray) -> float:
 
 
 @claim("S6c", sets=("paper", "weights", "toy"))
-def test_model_level_separation(evidence_set, claim_record):
+def test_model_level_separation(evidence_set, claim):
     """Source (§6, "Model-level inference and sensitivity"): "At model level the separation is
     perfect - every non-RoPE model's top-5 median sits below every RoPE model's - giving an
     exact model-level permutation p = 1/C(7,3) = 0.029, the minimum attainable with seven
@@ -270,35 +269,23 @@ def test_model_level_separation(evidence_set, claim_record):
     """
     toy = evidence_set.ref.kind == "toy"
     paper = evidence_set.ref.kind == "paper"
-    tables = _members(evidence_set, claim_record)
+    tables = _members(evidence_set, claim)
     names, _, rope = _model_stats(tables, 1)
     if rope.all() or not rope.any():
         pytest.skip(f"{evidence_set.evidence_id} has causal models {names}: both groups needed")
     n, n_rope = len(names), int(rope.sum())
     floor = 1 / comb(n, n_rope)
-    claim_record.check(
-        f"smallest attainable permutation p = 1/C({n},{n_rope})",
-        floor,
-        "<=",
-        ALPHA,
-        kind="power",
-        n=n,
-    )
+    claim.power(f"smallest attainable permutation p = 1/C({n},{n_rope})", floor, "<=", "alpha", n=n)
     for k in (1,) if toy else (1, 3, 5, 10):
         names, values, rope = _model_stats(tables, k)
-        claim_record.check(
-            f"k={k}: min RoPE - max non-RoPE median percentile",
-            _gap(values, rope),
-            ">",
-            0.0,
-            kind="statement",
-            n=n,
+        claim.statement(
+            f"k={k}: min RoPE - max non-RoPE median percentile", _gap(values, rope), ">", 0.0, n=n
         )
         _, p = exact_permutation_test(values, rope)
-        if paper and k == 5:
-            claim_record.check(f"k={k}: exact permutation p", p, "==", "0.029", kind="number", n=n)
+        if paper and k == 5:  # on the recorder: claim.printed() records no n
+            claim.record.check(f"k={k}: exact permutation p", p, "==", "0.029", kind="number", n=n)
         else:
-            claim_record.measure(f"k={k}: exact permutation p", p, n=n)
+            claim.measure(f"k={k}: exact permutation p", p, n=n)
     names, values, rope = _model_stats(tables, 1 if toy else 5)
     loo = [
         _gap(values[keep], rope[keep])
@@ -306,25 +293,20 @@ def test_model_level_separation(evidence_set, claim_record):
         if rope[keep].any() and not rope[keep].all()
     ]
     if loo:
-        claim_record.check(
+        claim.statement(
             f"leave-one-model-out (k={1 if toy else 5}): smallest gap over the drops",
             min(loo),
             ">",
             0.0,
-            kind="statement",
             n=n,
         )
     else:
-        claim_record.measure("leave-one-model-out: no drop leaves both groups", True, n=n)
+        claim.measure("leave-one-model-out: no drop leaves both groups", True, n=n)
     if not paper:
         return
 
-    claim_record.check(
-        "1/C(7,3) from the paper's model counts",
-        round(1 / comb(7, 3), 3),
-        "==",
-        0.029,
-        kind="consistency",
+    claim.consistency(
+        "1/C(7,3) from the paper's model counts", round(1 / comb(7, 3), 3), "==", 0.029
     )
     rope_pcts, other_pcts = [], []
     for ref, table in tables.items():
@@ -332,7 +314,7 @@ def test_model_level_separation(evidence_set, claim_record):
         (rope_pcts if ref.scheme in ROPE else other_pcts).extend(pct.tolist())
     heads = len(rope_pcts) + len(other_pcts)
     default = float(scipy.stats.mannwhitneyu(rope_pcts, other_pcts).pvalue)
-    claim_record.check(
+    claim.record.check(  # on the recorder: claim.printed() records no n
         "head-level Mann-Whitney p (scipy default: two-sided)",
         default,
         "==",
@@ -347,13 +329,13 @@ def test_model_level_separation(evidence_set, claim_record):
                     rope_pcts, other_pcts, alternative=alternative, method=method
                 ).pvalue
             )
-            claim_record.measure(f"head-level Mann-Whitney p ({alternative}, {method})", p, n=heads)
+            claim.measure(f"head-level Mann-Whitney p ({alternative}, {method})", p, n=heads)
     ties = len(set(rope_pcts + other_pcts)) < heads
-    claim_record.measure("ties among the pooled head percentiles", ties, n=heads)
+    claim.measure("ties among the pooled head percentiles", ties, n=heads)
 
 
 @claim("S6d", sets=("paper", "weights", "toy"))
-def test_contrast_at_fixed_head_dimension(evidence_set, claim_record):
+def test_contrast_at_fixed_head_dimension(evidence_set, claim):
     """Source (§6): "Holding d_k = 64 fixed (GPT-2, OPT-1.3B, Pythia-410m: 0.21/0.23 vs 0.89)
     ties the contrast to the positional scheme, not head dimension."
 
@@ -366,14 +348,15 @@ def test_contrast_at_fixed_head_dimension(evidence_set, claim_record):
     Numbers - the medians print as 0.21 (GPT-2), 0.23 (OPT-1.3B), 0.89 (Pythia-410m).
 
     Premises: at least one RoPE and one non-RoPE causal model at d_k = 64 (toys: none; the
-    weights set is skipped instead when this machine lacks them - evidence absent).
+    weights set is skipped instead when this machine lacks them - evidence absent). Members as
+    in S6c: a toy whose strongest prev head has prev < 0.5 is left out.
 
     Power: descriptive, as in the paper: the ordering of the d_k = 64 models is observed (with
     3 models, a random labelling would give it with probability 1/3 - recorded).
     """
     d_k = 64
     rope, other, seen = {}, {}, {}
-    for ref, table in _members(evidence_set, claim_record).items():
+    for ref, table in _members(evidence_set, claim).items():
         seen[ref.name] = sorted({int(r) for r in table["rank"]})
         if not (table["rank"] == d_k).all():
             continue
@@ -381,34 +364,27 @@ def test_contrast_at_fixed_head_dimension(evidence_set, claim_record):
         (rope if ref.scheme in ROPE else other)[ref.name] = value
         printed = TOP5_PAPER.get(ref.name)
         if printed is not None:
-            claim_record.check(
+            claim.record.check(  # a member's printed number, by the member's name
                 f"{ref.name} (d_k={d_k}) top-5 median percentile",
                 value,
                 "==",
                 printed,
                 kind="number",
             )
-    claim_record.measure(
-        "head ranks (d_k) per model", "; ".join(f"{m}: {r}" for m, r in seen.items())
-    )
+    claim.measure("head ranks (d_k) per model", "; ".join(f"{m}: {r}" for m, r in seen.items()))
     if evidence_set.ref.kind == "weights" and not (rope and other):
         pytest.skip(f"{evidence_set.evidence_id}: no RoPE/non-RoPE pair at d_k={d_k}; ranks {seen}")
-    ok = claim_record.check(
-        f"RoPE causal models at d_k={d_k}", len(rope), ">=", 1, kind="premise"
-    ) & claim_record.check(
-        f"non-RoPE causal models at d_k={d_k}", len(other), ">=", 1, kind="premise"
-    )
-    if not ok:
-        return
-    claim_record.check(
+    with claim.premises():
+        claim.premise(f"RoPE causal models at d_k={d_k}", len(rope), ">=", 1)
+        claim.premise(f"non-RoPE causal models at d_k={d_k}", len(other), ">=", 1)
+    claim.statement(
         f"d_k={d_k}: min RoPE - max non-RoPE top-5 median percentile",
         min(rope.values()) - max(other.values()),
         ">",
         0.0,
-        kind="statement",
         n=len(rope) + len(other),
     )
-    claim_record.measure(
+    claim.measure(
         "chance of this ordering under a random labelling",
         1 / comb(len(rope) + len(other), len(rope)),
     )
@@ -427,7 +403,7 @@ def _published_partial(data, model: str) -> tuple[float, float, float, int]:
 
 
 @claim("S6e", evidence=("paper", "weights"), columns=("prev", "D_head", "dir_frac"))
-def test_partial_association(evidence, claim_record):
+def test_partial_association(evidence, claim):
     """Source (§6): "On every RoPE model, D_head's incremental contribution beyond dir_frac is
     positive and robust (clustered CIs [+0.21, +0.59]). Under learned-absolute positions,
     however, the aggregate statistic is heterogeneous (GPT-2 -0.21; OPT-1.3B +0.35; GPT-Neo-1.3B
@@ -457,7 +433,7 @@ def test_partial_association(evidence, claim_record):
     data = getattr(evidence, "data", None)
     name = evidence.ref.name
     rho, lo, hi, n = _published_partial(data, name) if data is not None else _partial_with_ci(table)
-    claim_record.plot(
+    claim.plot(
         "partial rho(D_head, prev | dir_frac) by model",
         evidence.ref.family,
         name,
@@ -465,9 +441,9 @@ def test_partial_association(evidence, claim_record):
         kind="strip",
         ylabel="partial rho",
     )
-    claim_record.measure("95% layer-clustered CI", [lo, hi], paper=PARTIAL_CI_PAPER.get(name))
-    if name in PARTIAL_PAPER:
-        claim_record.check(
+    claim.measure("95% layer-clustered CI", [lo, hi], paper=PARTIAL_CI_PAPER.get(name))
+    if name in PARTIAL_PAPER:  # on the recorder: claim.printed() records no n
+        claim.record.check(
             "partial rho(D_head, prev | dir_frac)",
             rho,
             "==",
@@ -476,50 +452,45 @@ def test_partial_association(evidence, claim_record):
             n=n,
         )
     else:
-        claim_record.measure("partial rho(D_head, prev | dir_frac)", rho, n=n)
-    if not _premises(evidence, table, claim_record):
-        return
+        claim.measure("partial rho(D_head, prev | dir_frac)", rho, n=n)
+    with claim.premises():
+        _premises(evidence, table, claim, ending=True)
     scheme = evidence.ref.scheme
     if scheme in ROPE:
-        claim_record.check(
+        claim.statement(
             "RoPE: partial rho, positive and robust (interval: 95% CI)",
             rho,
             ">",
             0.0,
-            kind="statement",
             interval=(lo, hi),
             n=n,
         )
         return
     comparable = scheme == "ape" and data is not None
-    claim_record.check(
+    claim.premise(
         "a scheme the sentence claims about, with its set (RoPE; learned absolute: the "
         "published set)",
         comparable,
         "==",
         True,
-        kind="premise",
         note=f"scheme {scheme}, evidence {evidence.ref.kind}",
     )
-    if not comparable:
-        return
     cis = {}
     for model in data.models:
         if data.scheme(model) == "ape":
             _, m_lo, m_hi, _ = _published_partial(data, model)
             cis[model] = (m_lo, m_hi)
-    claim_record.measure(
+    claim.measure(
         "95% CIs of the published learned-absolute models",
         "; ".join(f"{m}: [{lo_:+.3f}, {hi_:+.3f}]" for m, (lo_, hi_) in cis.items()),
     )
     pairs = [(a, b) for a, b in combinations(cis, 2)]
     gaps = {f"{a} vs {b}": max(cis[b][0] - cis[a][1], cis[a][0] - cis[b][1]) for a, b in pairs}
     widest = max(gaps, key=gaps.get) if gaps else "none"
-    claim_record.check(
+    claim.statement(
         f"heterogeneous under learned absolute: largest gap between two CIs ({widest})",
         gaps.get(widest, float("nan")),
         ">",
         0.0,
-        kind="statement",
         n=len(cis),
     )
