@@ -18,7 +18,6 @@ from qkcore.stats.population import head_name, partial_rho, top_k_heads
 from qkcore.stats.printed import decimals
 
 ROPE = ("rope", "rope-partial")
-ALPHA = 0.05
 #: The paper's Table (mediation), as printed: partial | dir_frac, + phase controls, attenuation
 #: (hybrid estimator), the same attenuation printed to one decimal in the placebo paragraph,
 #: and the controlled partial's p where printed.
@@ -27,9 +26,6 @@ S7 = {
     "pythia-1.4b": dict(before="0.50", after="0.31", atten="38", atten_text="37.7", p=None),
     "llama-3-8b": dict(before="0.33", after="0.006", atten="98", atten_text=None, p="0.84"),
 }
-#: "substantially": the smallest attenuation the paper prints for a RoPE model (38%, Pythia-1.4B)
-#: at its printed precision (>= 37.5 prints as >= 38).
-SUBSTANTIAL_ATTENUATION = 37.5
 #: The pseudo-phase placebo on models without RoPE "barely attenuates (4-22%)" (recorded only).
 PLACEBO_ATTENUATION = 22.0
 # model: (head, induction loss before, after) as printed
@@ -38,13 +34,6 @@ S8B = {
     "pythia-1.4b": ("1.11", "0.56", "1.11"),
     "llama-3-8b": ("14.26", "0.30", "0.91"),
 }
-#: the printed share range "92-99%": its low end at printed precision (>= 0.915 prints >= 92%)
-CONCENTRATED_SHARE = 0.915
-#: heads needed for the share to reach 0.915 while one head (the largest effect) moves:
-#: (n - 1) / n >= 0.915 -> n >= 12
-MIN_HEADS_FOR_SHARE = 12
-#: sequences of the full per-head ablation sweep (TableSpec.ablation_sequences)
-FULL_SWEEP_SEQUENCES = 50
 #: the paper's fp32 / bf16 reconstruction bounds, as printed, for its own models
 S8A_PRINTED = {"pythia-410m": "6e-6", "pythia-1.4b": "6e-6", "llama-3-8b": "2e-5"}
 U32 = float(np.finfo(np.float32).eps) / 2  # unit roundoff of float32, 6e-8
@@ -64,7 +53,7 @@ def _printed_interval(printed: str) -> tuple[float, float]:
     schemes=ROPE,
     columns=("prev", "D_head", "dir_frac", "rope_imag_frac", "freq_centroid"),
 )
-def test_phase_features_explain_the_partial(evidence, claim_record):
+def test_phase_features_explain_the_partial(evidence, claim):
     """Source (§7): "Adding per-frequency RoPE-phase summaries as controls *attenuates* D_head's
     residual association substantially (Table mediation) - most completely on full-RoPE Llama,
     where the default-estimator residual is indistinguishable from zero (+0.006, p = 0.84)";
@@ -93,42 +82,53 @@ def test_phase_features_explain_the_partial(evidence, claim_record):
     after = partial_rho(table, "D_head", "prev", ["dir_frac", "rope_imag_frac", "freq_centroid"])
     attenuation = 100 * (1 - after.rho / before.rho)
     paper = S7.get(evidence.ref.name)
-    claim_record.check(
+    # premises on the recorder: the test goes on recording after a failed one (and claim.premise
+    # takes no n)
+    claim.record.check(
         "partial | dir_frac is positive", before.rho, ">", 0.0, kind="premise", n=before.n
     )
-    claim_record.check("p of partial | dir_frac", before.p, "<", ALPHA, kind="premise", n=before.n)
-    claim_record.measure("p of partial | dir_frac + phase", after.p)
-    claim_record.check(
+    claim.record.check(
+        "p of partial | dir_frac",
+        before.p,
+        "<",
+        claim.threshold("alpha"),
+        kind="premise",
+        n=before.n,
+    )
+    claim.measure("p of partial | dir_frac + phase", after.p)
+    claim.record.check(  # on the recorder: claim.statement() takes no paper=
         "attenuation % (hybrid)",
         attenuation,
         ">=",
-        SUBSTANTIAL_ATTENUATION,
+        claim.threshold("substantial"),
         kind="statement",
         paper=paper and paper["atten"],
         note="38% (the smallest attenuation the paper calls substantial) at printed precision",
     )
-    claim_record.measure(
+    claim.measure(
         "attenuation above the placebo's 22% (weaker reading, not judged)",
         bool(attenuation > PLACEBO_ATTENUATION),
     )
     if evidence.ref.name == "llama-3-8b":
-        claim_record.check(
+        claim.record.check(  # on the recorder: claim.statement() takes no paper=
             "p of the controlled partial (indistinguishable from zero)",
             after.p,
             ">=",
-            ALPHA,
+            claim.threshold("alpha"),
             kind="statement",
             paper=0.84,
         )
     if paper is None:
-        claim_record.measure("partial | dir_frac", before.rho, n=before.n)
-        claim_record.measure("partial | dir_frac + phase", after.rho)
+        claim.measure("partial | dir_frac", before.rho, n=before.n)
+        claim.measure("partial | dir_frac + phase", after.rho)
         return
-    claim_record.check("partial | dir_frac", before.rho, "==", paper["before"], kind="number")
-    claim_record.check("partial | dir_frac + phase", after.rho, "==", paper["after"], kind="number")
-    claim_record.check("attenuation %", attenuation, "==", paper["atten"], kind="number")
+    # printed numbers on the recorder: S7 also gives the statement's paper= and the consistency
+    # check; claim.printed() would measure (not skip) where nothing is printed
+    claim.record.check("partial | dir_frac", before.rho, "==", paper["before"], kind="number")
+    claim.record.check("partial | dir_frac + phase", after.rho, "==", paper["after"], kind="number")
+    claim.record.check("attenuation %", attenuation, "==", paper["atten"], kind="number")
     if paper["atten_text"] is not None:
-        claim_record.check(
+        claim.record.check(
             "attenuation % (placebo paragraph)",
             attenuation,
             "==",
@@ -136,25 +136,24 @@ def test_phase_features_explain_the_partial(evidence, claim_record):
             kind="number",
         )
     if paper["p"] is not None:
-        claim_record.check("p, controlled partial", after.p, "==", paper["p"], kind="number")
+        claim.record.check("p, controlled partial", after.p, "==", paper["p"], kind="number")
     if evidence.ref.kind != "paper":
         return
     b_lo, b_hi = _printed_interval(paper["before"])
     a_lo, a_hi = _printed_interval(paper["after"])
     implied = (100 * (1 - a_hi / b_lo), 100 * (1 - a_lo / b_hi))
     # the printed attenuation's own rounding (+-0.5) must reach the interval its partials allow
-    claim_record.check(
+    claim.consistency(
         "printed attenuation vs printed partials",
         float(paper["atten"]),
         "in",
         (implied[0] - 0.5, implied[1] + 0.5),
-        kind="consistency",
         note=f"the printed partials allow {implied[0]:.1f}-{implied[1]:.1f}%",
     )
 
 
 @claim("S8b", evidence=("paper", "weights", "toy"), schemes=ROPE, columns=("prev", "dInd_rope"))
-def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record):
+def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim):
     """Source (§8): "Sweeping the ablation over *all* heads of all three RoPE models, the
     largest induction-loss effect lands on a top-2 prev-scoring head every time ... (exact
     permutation p = 1/384 ... 2/1024) ... Effects are highly concentrated: 92-99% of heads
@@ -183,78 +182,70 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record)
     top_effect = table.loc[table["dInd_rope"].idxmax()]
     top_prev = {head_name(row) for _, row in top_k_heads(table, "prev", 2).iterrows()}
     share_still = float((table["dInd_rope"].abs() < 0.01).mean())
-    claim_record.check(
+    claim.record.check(  # on the recorder: the test goes on recording after it fails
         "heads in the sweep (share can reach 92% with one head moving)",
         n,
         ">=",
-        MIN_HEADS_FOR_SHARE,
+        claim.threshold("min_heads"),
         kind="premise",
     )
-    claim_record.check(
-        "chance that the largest effect lands on a top-2 prev head (2/n)",
-        2 / n,
-        "<=",
-        ALPHA,
-        kind="power",
-        n=n,
+    claim.power(
+        "chance that the largest effect lands on a top-2 prev head (2/n)", 2 / n, "<=", "alpha", n=n
     )
     if "dInd_rope_sequences" in table.columns:
         sequences = table["dInd_rope_sequences"]
-        claim_record.measure(
+        claim.measure(
             "heads measured on all 50 sequences (the rest on 4)",
-            int((sequences >= FULL_SWEEP_SEQUENCES).sum()),
+            int((sequences >= claim.threshold("full_sweep_sequences")).sum()),
             n=n,
         )
-        claim_record.check(
+        claim.power(
             "fewest sequences any head was ablated on",
             int(sequences.min()),
             ">=",
-            FULL_SWEEP_SEQUENCES,
-            kind="power",
+            "full_sweep_sequences",
             note="a 4-sequence screen's noise (~0.008) sits at the 0.01 cut",
         )
     paper = S8B.get(evidence.ref.name)
     head, ce_before, ce_after = paper if paper is not None else (None, None, None)
-    claim_record.measure("top-2 prev heads", sorted(top_prev))
-    claim_record.measure(
-        "head with the largest induction effect", head_name(top_effect), paper=head
-    )
-    claim_record.measure(
+    claim.measure("top-2 prev heads", sorted(top_prev))
+    claim.measure("head with the largest induction effect", head_name(top_effect), paper=head)
+    claim.measure(
         "its dInd_rope",
         float(top_effect["dInd_rope"]),
         paper=paper and f"{ce_before} -> {ce_after}",
     )
-    claim_record.check(
+    claim.statement(
         "head with the largest induction effect is a top-2 prev head",
         head_name(top_effect) in top_prev,
         "==",
         True,
-        kind="statement",
     )
-    claim_record.check(
+    claim.record.check(  # on the recorder: claim.statement() takes no paper=
         "share of heads with |dInd| < 0.01",
         share_still,
         ">=",
-        CONCENTRATED_SHARE,
+        claim.threshold("concentrated"),
         kind="statement",
         paper="0.92-0.99",
         n=n,
     )
     if paper is None:  # the paper prints no numbers for this model
         return
-    claim_record.check("share still, low end of 92-99%", share_still, ">=", "0.92", kind="number")
-    claim_record.check("share still, high end of 92-99%", share_still, "<=", "0.99", kind="number")
+    # printed bounds (>= / <=) on the recorder: claim.printed() judges == only
+    claim.record.check("share still, low end of 92-99%", share_still, ">=", "0.92", kind="number")
+    claim.record.check("share still, high end of 92-99%", share_still, "<=", "0.99", kind="number")
     if evidence.ref.kind != "paper":
         return
     printed = float(ce_after) - float(ce_before)
-    claim_record.check(
+    claim.record.check(  # on the recorder: a str threshold to claim.consistency() is a name
         "head with the largest induction effect is the paper's (released table vs text)",
         head_name(top_effect),
         "==",
         head,
         kind="consistency",
     )
-    claim_record.check(
+    claim.record.check(  # on the recorder: claim.consistency() takes no paper=
         "its dInd_rope vs the printed after - before",
         float(top_effect["dInd_rope"]),
         "in",
@@ -265,7 +256,7 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim_record)
 
 
 @claim("S8a")
-def test_ablation_symmetrizes_by_construction(claim_record):
+def test_ablation_symmetrizes_by_construction(claim):
     """Source (§8): "We ablate a head's directional RoPE content by zeroing Im(M_t) (dropping
     the sin(Delta theta) component), which **symmetrizes** its relative-position kernel".
 
@@ -301,27 +292,21 @@ def test_ablation_symmetrizes_by_construction(claim_record):
         even_part = (intact + intact[::-1]) / 2
         worst_part = max(worst_part, float(np.abs(ablated - even_part).max()) / bound)
         intact_asym = max(intact_asym, float(np.abs(intact - intact[::-1]).max()) / scale)
-    claim_record.check(
-        "max |S_abl(D) - S_abl(-D)| in units of its rounding bound",
-        worst_even,
-        "<=",
-        1.0,
-        kind="statement",
-        n=40,
+    claim.statement(
+        "max |S_abl(D) - S_abl(-D)| in units of its rounding bound", worst_even, "<=", 1.0, n=40
     )
-    claim_record.check(
+    claim.statement(
         "max |S_abl - (S(D) + S(-D))/2| in units of its rounding bound",
         worst_part,
         "<=",
         1.0,
-        kind="statement",
         n=40,
     )
-    claim_record.measure("max |S(D) - S(-D)| / scale, intact kernels", intact_asym)
+    claim.measure("max |S(D) - S(-D)| / scale, intact kernels", intact_asym)
 
 
 @claim("S8a", evidence=("weights", "toy"), schemes=ROPE)
-def test_ablation_symmetrizes_the_kernel(evidence, claim_record):
+def test_ablation_symmetrizes_the_kernel(evidence, claim):
     """Source (§8): "the decomposition full = symmetric + directional is verified to 6e-6
     (fp32; 2e-5 on bf16 Llama)" (§7: "Full-score reconstruction from {M_t, theta_t} matches the
     model to 1e-6/1e-2 in fp32/bf16").
@@ -346,46 +331,44 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim_record):
     Power: every head of the model, 32 x 32 scores each; no sampling question."""
     model = evidence.model()
     dtype = str(model.bridge.W_E.dtype).replace("torch.", "")
-    claim_record.check("dtype of the model's forward pass", dtype, "==", "float32", kind="premise")
-    if not sum_of_frequency_terms(model, claim_record):
+    # on the recorder: the test goes on recording after this premise fails (when the next holds)
+    claim.record.check("dtype of the model's forward pass", dtype, "==", "float32", kind="premise")
+    if not sum_of_frequency_terms(model, claim):
         return
     d, k = model.factors.A.shape[-2:]
     tolerance = (d + k + KERNEL_TOKENS) * U32
     check = frequency_check(model, n_tokens=KERNEL_TOKENS)
-    claim_record.check(
+    claim.statement(
         "max |hook - (sym + dir)/scale| / max |score|",
         check.max_rel_error,
         "<=",
         tolerance,
-        kind="statement",
         note=f"(d + d_k + {KERNEL_TOKENS}) u32 with d = {d}, d_k = {k}",
     )
     printed = S8A_PRINTED.get(evidence.ref.name)
-    if printed is not None:
-        claim_record.check(
+    if printed is not None:  # a printed bound (<=) on the recorder: claim.printed() judges == only
+        claim.record.check(
             "max |hook - (sym + dir)/scale|", check.max_abs_error, "<=", printed, kind="number"
         )
     else:
-        claim_record.measure(
+        claim.measure(
             "max |hook - (sym + dir)/scale| (the paper's models: <= 6e-6)",
             check.max_abs_error,
             paper=6e-6,
         )
-    claim_record.measure(
-        "max |S(D) - S(-D)|, ablated kernels (identity)", check.max_ablated_asymmetry
-    )
-    claim_record.measure("max |S(D) - S(-D)|, intact kernels", check.max_intact_asymmetry)
-    claim_record.measure("max |full - (sym + dir)| (float64 rebuild)", check.max_split_error)
+    claim.measure("max |S(D) - S(-D)|, ablated kernels (identity)", check.max_ablated_asymmetry)
+    claim.measure("max |S(D) - S(-D)|, intact kernels", check.max_intact_asymmetry)
+    claim.measure("max |full - (sym + dir)| (float64 rebuild)", check.max_split_error)
     for head, (offsets, intact, ablated) in check.kernels.items():
         title = f"kernel before/after Im(M_t) ablation: {evidence.ref.name} {head}"
-        claim_record.plot(
+        claim.plot(
             title, "intact", offsets, intact, kind="line", xlabel="D = i - j", ylabel="score"
         )
-        claim_record.plot(title, "ablated", offsets, ablated, kind="line")
+        claim.plot(title, "ablated", offsets, ablated, kind="line")
 
 
 @claim("S8a", evidence=("paper",), models=("pythia-410m",))
-def test_published_kernels(evidence, claim_record):
+def test_published_kernels(evidence, claim):
     """Source (§8): "ablating Im(M_t) ... symmetrizes its relative-position kernel"; Fig.
     kernels (right) shows the released before/after kernel of head 5.2.
 
@@ -401,7 +384,7 @@ def test_published_kernels(evidence, claim_record):
     curves = evidence.data.kernel_curves(evidence.ref.name)
     for (fig, head), part in curves.groupby(["fig", "head"]):
         part = part.sort_values("offset")
-        claim_record.plot(
+        claim.plot(
             f"published kernels: {evidence.ref.name} ({fig})",
             str(head),
             part["offset"],
@@ -411,16 +394,15 @@ def test_published_kernels(evidence, claim_record):
             ylabel="score",
         )
     offsets = curves["offset"]
-    claim_record.measure("offset range", [int(offsets.min()), int(offsets.max())])
+    claim.measure("offset range", [int(offsets.min()), int(offsets.max())])
     if offsets.max() <= 0 or offsets.min() >= 0:
         pytest.skip("published kernels cover one sign of D only; evenness needs both")
     killed = curves[curves["head"] == "killed"].set_index("offset")["score"]
     both = [d for d in killed.index if d > 0 and -d in killed.index]
     asymmetry = max(abs(killed[d] - killed[-d]) for d in both)
-    claim_record.check(
+    claim.statement(
         "max |S(D) - S(-D)| / max |S|, killed curve",
         asymmetry / float(killed.abs().max()),
         "<=",
-        1e-6,
-        kind="statement",
+        "asymmetry",
     )
