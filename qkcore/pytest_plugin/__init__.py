@@ -2,20 +2,26 @@
 
 Layer: the top of qkcore. It may import every layer below; nothing in qkcore imports it.
 
-- :mod:`~qkcore.pytest_plugin.author`   - ``@claim`` and the ``claim`` fixture: the author's API
+- :mod:`~qkcore.pytest_plugin.author`    - ``@claim`` and the ``claim`` fixture: the author's API
 - :mod:`~qkcore.pytest_plugin.catalogue` - the claims catalogue (claims/catalogue.toml)
-- :mod:`~qkcore.pytest_plugin.hooks`    - options, markers, the ``claim_record`` fixture, hooks
-- :mod:`~qkcore.pytest_plugin.kinds`    - the registry of evidence kinds (the extension point)
-- :mod:`~qkcore.pytest_plugin.evidence` - evidence flags, markers and parameters
-- :mod:`~qkcore.pytest_plugin.recorder` - what a claim test records
-- :mod:`~qkcore.pytest_plugin.verdicts` - a phase's verdict, the baseline's rules for one test
-- :mod:`~qkcore.pytest_plugin.session`  - the session's state, xdist aggregation
-- :mod:`~qkcore.pytest_plugin.prepare`  - the preparation phase: evidence built before tests
-- :mod:`~qkcore.pytest_plugin.baseline` - the baseline: verdicts and the evidence behind them
-- :mod:`~qkcore.pytest_plugin.drift`    - what moved: population counts, deterministic numbers
-- :mod:`~qkcore.pytest_plugin.compare`  - two runs compared as markdown (qk-claims-compare)
-- :mod:`~qkcore.pytest_plugin.terminal` - the claims section of the terminal summary
-- :mod:`~qkcore.pytest_plugin.report`   - claims.json, claims.md, claims.html
+- :mod:`~qkcore.pytest_plugin.hooks`     - the hooks and fixtures, each handing off
+- :mod:`~qkcore.pytest_plugin.hookspecs` - the hook a suite implements to add evidence kinds
+- :mod:`~qkcore.pytest_plugin.kinds`     - the registry of evidence kinds (the extension point)
+- :mod:`~qkcore.pytest_plugin.evidence`  - evidence flags, markers and parameters
+- :mod:`~qkcore.pytest_plugin.options`   - the plugin's own flags
+- :mod:`~qkcore.pytest_plugin.recorder`  - what a claim test records
+- :mod:`~qkcore.pytest_plugin.checks`    - checks, and the verdict a row's checks imply
+- :mod:`~qkcore.pytest_plugin.rows`      - one phase of a claim test to its row
+- :mod:`~qkcore.pytest_plugin.verdicts`  - a phase's verdict, the baseline's rules for one test
+- :mod:`~qkcore.pytest_plugin.state`     - the session's options, baseline and results
+- :mod:`~qkcore.pytest_plugin.session`   - xdist aggregation in the controller
+- :mod:`~qkcore.pytest_plugin.prepare`   - the preparation phase: evidence built before tests
+- :mod:`~qkcore.pytest_plugin.finish`    - the session's end: populations, drift, reports
+- :mod:`~qkcore.pytest_plugin.baseline`  - the baseline: verdicts and the evidence behind them
+- :mod:`~qkcore.pytest_plugin.drift`     - what moved: population counts, deterministic numbers
+- :mod:`~qkcore.pytest_plugin.compare`   - two runs compared as markdown (qk-claims-compare)
+- :mod:`~qkcore.pytest_plugin.terminal`  - the claims section of the terminal summary
+- :mod:`~qkcore.pytest_plugin.report`    - claims.json, claims.md, claims.html
 """
 
 from qkcore.pytest_plugin.author import Claim, claim

@@ -103,7 +103,9 @@ def _margin(value: float, comparison: str, threshold: Any) -> float | None:
     if v is None or math.isnan(v):
         return None
     if comparison in ("in", "not in"):
-        lo, hi = (_number(threshold[0]), _number(threshold[1]))
+        lo, hi = _number(threshold[0]), _number(threshold[1])
+        if lo is None or hi is None:
+            return None
         inside = min(v - lo, hi - v)
         return inside if comparison == "in" else -inside
     t = _number(threshold)
@@ -181,7 +183,7 @@ def judge(
         outcome=outcome,
         paper=paper,
         margin=margin,
-        interval=tuple(interval) if interval is not None else None,
+        interval=(float(interval[0]), float(interval[1])) if interval is not None else None,
         n=n,
         note=note,
     )

@@ -63,7 +63,7 @@ def figure_png(title: str, spec: dict[str, Any]) -> str:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8.0, 4.2), dpi=90)
-    colours = plt.get_cmap("tab10").colors
+    colours = [plt.get_cmap("tab10")(i) for i in range(10)]
     paper = spec.get("paper", set())
     names = sorted(n for n in spec["series"] if n not in paper) + sorted(paper)
     categories: list[str] = []
@@ -78,7 +78,7 @@ def figure_png(title: str, spec: dict[str, Any]) -> str:
         ys_f = [_number(y) for y in ys]
         reference = name in paper
         first_reference = reference and name == min(paper)
-        style = {
+        style: dict[str, Any] = {
             "marker": "D" if reference else MARKERS[i % len(MARKERS)],
             # the paper's values share one legend entry: they are told apart by position
             "label": "the paper's printed value"

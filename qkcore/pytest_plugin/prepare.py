@@ -85,7 +85,7 @@ class PreparePhase:
         if tty:  # xdist's status line ("ready: 2/2 workers") is redrawn without a newline
             reporter.write("\n")
 
-        bar_shown = []
+        bar_shown: list[bool] = []
 
         def line(text: str) -> None:
             if bar_shown:  # clear the status line, then write over it

@@ -119,12 +119,12 @@ def write_summary(
         for nodeid, now in sorted(changes.added.items()):
             tr.write_line(f"  added {nodeid}: {now}")
         quiet = 0
-        for nodeid, (old, now) in sorted(changes.refused.items()):
-            if old is None and now == "skipped":
+        for nodeid, (before, after) in sorted(changes.refused.items()):
+            if before is None and after == "skipped":
                 quiet += 1  # evidence absent here and unknown to the baseline: nothing lost
                 continue
-            kept = f"kept {old!r}" if old else "not written"
-            tr.write_line(f"  refused {nodeid}: this run says {now!r} (undecided); {kept}")
+            kept = f"kept {before!r}" if before else "not written"
+            tr.write_line(f"  refused {nodeid}: this run says {after!r} (undecided); {kept}")
         if quiet:
             tr.write_line(
                 f"  refused {quiet} skipped rows the baseline does not know (not written)"

@@ -1,0 +1,69 @@
+"""The end of a claims session: populations, drift, reports, comparison, baseline, exit code.
+
+Runs once, in the controller, after every row has arrived (``pytest_sessionfinish``); what it
+returns is what the terminal summary shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from qkcore.pytest_plugin.baseline import BaselineChanges, write_baseline
+from qkcore.pytest_plugin.compare import write_comparison
+from qkcore.pytest_plugin.drift import Drift
+from qkcore.pytest_plugin.evidence import kinds_of
+from qkcore.pytest_plugin.judged import compare_with_baseline, fails_the_run, judged_rows
+from qkcore.pytest_plugin.populations import add_populations
+from qkcore.pytest_plugin.report import publish_latest, run_report_dir, write_reports
+from qkcore.pytest_plugin.result import ClaimResult
+from qkcore.pytest_plugin.state import SessionState
+
+__all__ = ["Finished", "finish_session", "toy_regimes"]
+
+
+@dataclass
+class Finished:
+    """What the session wrote and found, for the terminal summary."""
+
+    paths: list[Path] = field(default_factory=list)
+    latest: Path | None = None
+    drift: Drift = field(default_factory=Drift)
+    baseline_changes: BaselineChanges | None = None
+
+
+def finish_session(session: pytest.Session, state: SessionState) -> Finished:
+    """Add population rows, compare with the baseline, write the reports (and a comparison,
+    ``reports/latest``, the baseline when asked), and turn the run red on a change."""
+    config = session.config
+    registry = kinds_of(config)
+    state.results.update(add_populations(state.results))
+    drift = compare_with_baseline(state, registry.tolerances())
+    state_summary = drift.to_json() | {"baseline": state.baseline_label}
+    report_dir = run_report_dir(config, state)
+    results = list(state.results.values())
+    paths = write_reports(
+        results, report_dir, state_summary, toy_regimes(config, results), registry.columns()
+    )
+    other = config.getoption("--claims-compare", None)
+    if other:
+        paths.append(write_comparison(Path(other), paths[0], report_dir / "comparison.md"))
+    latest = publish_latest(report_dir, state) if state.full_selection else None
+    changes = None
+    if state.update_baseline and state.baseline_path is not None:
+        changes = write_baseline(state.baseline_path, state.baseline, judged_rows(state))
+    elif fails_the_run(state, drift) and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return Finished(paths, latest, drift, changes)
+
+
+def toy_regimes(config: pytest.Config, results: Iterable[ClaimResult]) -> dict[str, str]:
+    """``{"toy-cpu": <how the regime departs from the paper>}`` when toys of it were judged."""
+    from qkcore.models.toy.regimes import toy_regime
+
+    regime = toy_regime(config.getoption("--toy-regime", default="cpu"))
+    used = {r.ref.regime for r in results if r.ref is not None and r.ref.kind == "toy"}
+    return {regime.evidence_prefix: regime.describe()} if regime.name in used else {}

@@ -1,0 +1,67 @@
+"""The claims plugin's own flags: baseline, reports, preparation, drift, comparison.
+
+(The evidence kinds' flags are declared by each kind: :mod:`qkcore.evidence.params`.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+__all__ = ["add_claims_options"]
+
+
+def add_claims_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("claims", "claims report and verdict baseline")
+    group.addoption(
+        "--claims-baseline",
+        default="reports/baseline.json",
+        help="expected verdict per test id (relative to rootdir); 'none' disables the check. "
+        "Default: reports/baseline.json",
+    )
+    group.addoption(
+        "--claims-update-baseline",
+        action="store_true",
+        help="rewrite the baseline with this run's verdicts (merged into the existing file)",
+    )
+    group.addoption(
+        "--claims-report-dir",
+        default=None,
+        help="where this run's claims.json, claims.md and claims.html go (relative to rootdir). "
+        "Default: reports/runs/<UTC time>-<pid>/; a run over the whole default selection also "
+        "becomes reports/latest",
+    )
+    group.addoption(
+        "--claims-prepare",
+        choices=("on", "off"),
+        default="on",
+        help="on (default): after collection, build the evidence the selected tests need "
+        "(toy runs, per-head tables) in a process pool with progress lines, then run the tests "
+        "on the caches; off: each test builds what it needs when it first runs, silently",
+    )
+    group.addoption(
+        "--claims-prepare-workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="processes of the preparation phase (default 2: this project's machines' cores)",
+    )
+    group.addoption(
+        "--claims-drift",
+        choices=("verdicts", "numbers"),
+        default="verdicts",
+        help="what fails the run against the baseline: verdicts (default; a toy population "
+        "only when its seed counts differ beyond chance) or numbers (also any paper or weights "
+        "check value that moved beyond its rounding tolerance)",
+    )
+    group.addoption(
+        "--claims-compare",
+        default=None,
+        metavar="OTHER/claims.json",
+        help="compare this run with another run's claims.json row by row and write "
+        "comparison.md beside this run's report (the same as qk-claims-compare OTHER NEW)",
+    )
+    group.addoption(
+        "--claims-report-latest",
+        action="store_true",
+        help="make this run reports/latest even when it selects only part of the suite",
+    )
