@@ -100,14 +100,24 @@ class Claim:
         """A threshold declared in the catalogue, by name."""
         return self.entry.threshold(name)
 
-    def _threshold(self, threshold: Any) -> Any:
-        if isinstance(threshold, str):
+    def _threshold(self, threshold: Any, text: bool = False) -> Any:
+        if isinstance(threshold, str) and not text:
             return self.entry.threshold(threshold)
         return threshold
 
-    def _check(self, kind: str, name: str, value: Any, comparison: str, threshold: Any, **kw: Any):
+    def _check(
+        self,
+        kind: str,
+        name: str,
+        value: Any,
+        comparison: str,
+        threshold: Any,
+        *,
+        text: bool = False,
+        **kw: Any,
+    ) -> bool:
         return self.record.check(
-            name, value, comparison, self._threshold(threshold), kind=kind, **kw
+            name, value, comparison, self._threshold(threshold, text), kind=kind, **kw
         )
 
     def statement(
@@ -119,22 +129,42 @@ class Claim:
         *,
         interval: tuple[float, float] | None = None,
         n: int | None = None,
+        paper: Any = None,
+        text: bool = False,
         note: str = "",
     ) -> bool:
         """The claim's scientific statement: ``value <comparison> threshold`` (a number, a
         ``(low, high)`` pair for ``in``, or a catalogue threshold's name). ``interval``: the
-        value's uncertainty interval - across the threshold, the row is inconclusive."""
+        value's uncertainty interval - across the threshold, the row is inconclusive.
+        ``paper``: the paper's own value of the quantity, shown beside it. ``text=True``: a
+        str threshold is compared as text (a head's name), not looked up by name."""
         return self._check(
-            "statement", name, value, comparison, threshold, interval=interval, n=n, note=note
+            "statement",
+            name,
+            value,
+            comparison,
+            threshold,
+            interval=interval,
+            n=n,
+            paper=paper,
+            text=text,
+            note=note,
         )
 
     def premise(
-        self, name: str, value: Any, comparison: Comparison, threshold: Any, *, note: str = ""
+        self,
+        name: str,
+        value: Any,
+        comparison: Comparison,
+        threshold: Any,
+        *,
+        n: int | None = None,
+        note: str = "",
     ) -> None:
         """What the evidence must have for the claim to bear on it; when it fails the test
         ends here and its row is not-applicable, with the measured value as the reason."""
         __tracebackhide__ = True
-        held = self._check("premise", name, value, comparison, threshold, note=note)
+        held = self._check("premise", name, value, comparison, threshold, n=n, note=note)
         if self._deferred is not None:
             self._deferred.append(held)
         elif not held:
@@ -167,16 +197,33 @@ class Claim:
         threshold: Any,
         *,
         n: int | None = None,
+        paper: Any = None,
         note: str = "",
     ) -> bool:
         """Whether this evidence can decide at all (e.g. power against the stated effect)."""
-        return self._check("power", name, value, comparison, threshold, n=n, note=note)
+        return self._check("power", name, value, comparison, threshold, n=n, paper=paper, note=note)
 
     def consistency(
-        self, name: str, value: Any, comparison: Comparison, threshold: Any, *, note: str = ""
+        self,
+        name: str,
+        value: Any,
+        comparison: Comparison,
+        threshold: Any,
+        *,
+        paper: Any = None,
+        text: bool = False,
+        note: str = "",
     ) -> bool:
-        """The paper against itself (a verbal label against its own number): errata only."""
-        return self._check("consistency", name, value, comparison, threshold, note=note)
+        """The paper against itself (a verbal label against its own number): errata only.
+        ``text=True``: the threshold is compared as text (``"5.2"``, a head's name), not
+        looked up as a catalogue threshold."""
+        if text:
+            return self.record.check(
+                name, value, comparison, threshold, kind="consistency", paper=paper, note=note
+            )
+        return self._check(
+            "consistency", name, value, comparison, threshold, paper=paper, note=note
+        )
 
     def printed(
         self,
@@ -185,12 +232,15 @@ class Claim:
         *,
         key: str | None = None,
         label: str | None = None,
+        comparison: Comparison = "==",
+        n: int | None = None,
         note: str = "",
     ) -> bool | None:
         """The paper's printed number for ``name`` reproduced at its printed precision, where
         the catalogue prints one for ``key`` (default: this evidence's model); elsewhere the
-        value is only measured. ``label``: the check's name in the report (default ``name``).
-        Returns the outcome, or None when nothing is printed."""
+        value is only measured. ``label``: the check's name in the report (default ``name``);
+        ``comparison``: ``==`` (reproduced at the printed digits), or a bound the paper prints
+        (``"<="`` for "p <= 0.016"). Returns the outcome, or None when nothing is printed."""
         key = key if key is not None else (self.ref.model if self.ref is not None else None)
         text = self.entry.printed_value(name, key)
         shown = name if label is None else label
@@ -202,7 +252,7 @@ class Claim:
                 f"claim {self.entry.id}: printed {name!r} must be the paper's text (a string, "
                 f'e.g. "0.790"); got {text!r}'
             )
-        return self.record.check(shown, value, "==", text, kind="number", note=note)
+        return self.record.check(shown, value, comparison, text, kind="number", n=n, note=note)
 
     def measure(self, name: str, value: Any, **kw: Any) -> Any:
         """A number that informs but does not judge (returned unchanged)."""
