@@ -217,12 +217,8 @@ class Claim:
         """The paper against itself (a verbal label against its own number): errata only.
         ``text=True``: the threshold is compared as text (``"5.2"``, a head's name), not
         looked up as a catalogue threshold."""
-        if text:
-            return self.record.check(
-                name, value, comparison, threshold, kind="consistency", paper=paper, note=note
-            )
         return self._check(
-            "consistency", name, value, comparison, threshold, paper=paper, note=note
+            "consistency", name, value, comparison, threshold, text=text, paper=paper, note=note
         )
 
     def printed(
