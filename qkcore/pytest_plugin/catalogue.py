@@ -26,7 +26,15 @@ from typing import Any
 
 from qkcore.pytest_plugin.checks import CheckError
 
-__all__ = ["CATALOGUE_FILE", "Catalogue", "ClaimEntry", "catalogue_for"]
+__all__ = [
+    "CATALOGUE_FILE",
+    "Catalogue",
+    "ClaimEntry",
+    "catalogue_for",
+    "catalogue_table",
+    "main",
+    "readme_with_table",
+]
 
 CATALOGUE_FILE = "catalogue.toml"
 _FIELDS = {
@@ -134,3 +142,58 @@ def catalogue_for(test_file: str | Path) -> Catalogue:
         f"no {CATALOGUE_FILE} beside {test_file} or above it: a @claim test needs its suite's "
         "catalogue (qkcore.pytest_plugin.catalogue)"
     )
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def catalogue_table(catalogue: Catalogue) -> str:
+    """README's table of the catalogue (``python -m qkcore.pytest_plugin.catalogue FILE``)."""
+
+    def order(claim_id: str) -> tuple[str, int, str]:
+        digits = "".join(c for c in claim_id[1:] if c.isdigit())
+        return (claim_id[0], int(digits or 0), claim_id)
+
+    rows = ["| ID | section | source (file:line) | statement |", "|---|---|---|---|"]
+    for claim_id in sorted(catalogue.entries, key=order):
+        entry = catalogue.entries[claim_id]
+        source = entry.source or "-"
+        if entry.restates:
+            source += f" (restates {entry.restates})"
+        rows.append(f"| {claim_id} | {entry.section} | {source} | {_cell(entry.statement)} |")
+    return "\n".join(rows) + "\n"
+
+
+#: README's catalogue table sits between these lines (rewritten by ``qk-claims-catalogue``).
+README_START = "<!-- catalogue table: qk-claims-catalogue writes it -->"
+README_END = "<!-- end of catalogue table -->"
+
+
+def readme_with_table(readme: str, table: str) -> str:
+    """README's text with its catalogue table replaced by ``table``."""
+    start, end = readme.find(README_START), readme.find(README_END)
+    if start < 0 or end < start:
+        raise CheckError(f"README has no '{README_START}' ... '{README_END}' block")
+    return readme[: start + len(README_START)] + "\n\n" + table + "\n" + readme[end:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``qk-claims-catalogue [CATALOGUE] [--readme README.md]``: print the catalogue's table,
+    or write it into README's catalogue block."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="qk-claims-catalogue", description=main.__doc__)
+    parser.add_argument("catalogue", nargs="?", default="claims/catalogue.toml", type=Path)
+    parser.add_argument("--readme", type=Path, default=None, help="write the table into it")
+    args = parser.parse_args(argv)
+    try:
+        table = catalogue_table(Catalogue.read(args.catalogue))
+        if args.readme is None:
+            print(table, end="")
+            return 0
+        text = readme_with_table(args.readme.read_text(encoding="utf-8"), table)
+    except CheckError as exc:
+        parser.error(str(exc))
+    args.readme.write_text(text, encoding="utf-8")
+    return 0
