@@ -60,7 +60,7 @@ grid: install
 	exit $$rc
 
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) -m mypy qkcore claims benchmarks conftest.py
 
 bench: install
 	$(PY) benchmarks/bench_spectra.py
