@@ -26,18 +26,17 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
 from qkcore.evidence.refs import EvidenceRef
 from qkcore.pytest_plugin.catalogue import ClaimEntry, catalogue_for
-from qkcore.pytest_plugin.checks import CheckError
+from qkcore.pytest_plugin.checks import CheckError, Comparison
 from qkcore.pytest_plugin.recorder import ClaimRecorder
 
 __all__ = ["Claim", "Comparison", "PremiseUnmet", "claim"]
 
-Comparison = Literal["<", "<=", ">", ">=", "==", "!=", "in", "not in"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 

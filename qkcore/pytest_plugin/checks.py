@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from qkcore.stats.printed import as_printed, reproduces
 
@@ -43,13 +43,22 @@ __all__ = [
     "COMPARISONS",
     "Check",
     "CheckError",
+    "CheckKind",
+    "Comparison",
+    "Outcome",
+    "Verdict",
     "describe",
     "judge",
     "verdict_of",
 ]
 
-CHECK_KINDS = ("statement", "number", "consistency", "premise", "power")
-COMPARISONS = ("<", "<=", ">", ">=", "==", "!=", "in", "not in")
+CheckKind = Literal["statement", "number", "consistency", "premise", "power"]
+Comparison = Literal["<", "<=", ">", ">=", "==", "!=", "in", "not in"]
+Outcome = Literal["pass", "fail", "uncertain"]
+#: A row's verdict: decided (the first four), or no verdict (skipped, error).
+Verdict = Literal["supported", "refuted", "inconclusive", "not-applicable", "skipped", "error"]
+CHECK_KINDS: tuple[CheckKind, ...] = get_args(CheckKind)
+COMPARISONS: tuple[Comparison, ...] = get_args(Comparison)
 _ORDER = {
     "<": lambda v, t: v < t,
     "<=": lambda v, t: v <= t,
@@ -70,11 +79,11 @@ class Check:
     """One judged comparison: ``value <comparison> threshold``, of a kind."""
 
     name: str
-    kind: str
+    kind: CheckKind
     value: Any
-    comparison: str
+    comparison: Comparison
     threshold: Any
-    outcome: str  # pass | fail | uncertain
+    outcome: Outcome
     paper: Any = None
     margin: float | None = None  # distance to the threshold, > 0 on the passing side
     interval: tuple[float, float] | None = None
@@ -162,7 +171,7 @@ def judge(
     else:
         v = _number(value)
         passed = v is not None and not math.isnan(v) and _ORDER[comparison](v, float(threshold))
-    outcome = "pass" if passed else "fail"
+    outcome: Outcome = "pass" if passed else "fail"
     if interval is not None and kind == "statement" and comparison in ("<", "<=", ">", ">="):
         lo, hi = sorted(float(x) for x in interval)
         if lo <= float(threshold) <= hi:
@@ -210,7 +219,7 @@ def describe(check: Check) -> str:
     return f"{check.name}: {value} {check.comparison} {threshold}{rule} ({check.kind} {verb}{tail})"
 
 
-def verdict_of(checks: list[Check]) -> tuple[str, str]:
+def verdict_of(checks: list[Check]) -> tuple[Verdict, str]:
     """``(verdict, reason)`` implied by a row's checks (module docstring)."""
     premises = [c for c in checks if c.kind == "premise" and c.outcome != "pass"]
     if premises:

@@ -12,7 +12,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any
 
-from qkcore.pytest_plugin.checks import describe
+from qkcore.pytest_plugin.checks import Verdict, describe
 from qkcore.pytest_plugin.result import ClaimResult
 
 __all__ = [
@@ -29,7 +29,14 @@ __all__ = [
     "summary",
 ]
 
-VERDICT_ORDER = ("refuted", "error", "inconclusive", "not-applicable", "supported", "skipped")
+VERDICT_ORDER: tuple[Verdict, ...] = (
+    "refuted",
+    "error",
+    "inconclusive",
+    "not-applicable",
+    "supported",
+    "skipped",
+)
 _SHORT = {
     "supported": "supported",
     "refuted": "refuted",

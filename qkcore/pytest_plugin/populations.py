@@ -36,6 +36,7 @@ from collections import Counter, defaultdict
 from math import comb
 
 from qkcore.evidence.refs import EvidenceRef
+from qkcore.pytest_plugin.checks import Verdict
 from qkcore.pytest_plugin.result import ClaimResult
 
 __all__ = [
@@ -68,7 +69,7 @@ def agreement_needed(n: int) -> int | None:
 MIN_SEEDS = next(n for n in range(1, 64) if agreement_needed(n) is not None)
 
 
-def population_verdict(seeds: dict[str, str]) -> tuple[str, str]:
+def population_verdict(seeds: dict[str, str]) -> tuple[Verdict, str]:
     """``(verdict, reason)`` of a population from its seeds' verdicts (module docstring)."""
     counts = Counter(seeds.values())
     if counts["error"]:
@@ -88,7 +89,8 @@ def population_verdict(seeds: dict[str, str]) -> tuple[str, str]:
         )
     chance = f"{needed} needed: P(X >= {needed} | {applicable}, 1/2) = "
     chance += f"{binomial_tail(needed, applicable):.3g}"
-    for verdict, verb in (("supported", "support"), ("refuted", "refute")):
+    sides: tuple[tuple[Verdict, str], ...] = (("supported", "support"), ("refuted", "refute"))
+    for verdict, verb in sides:
         if counts[verdict] >= needed:
             return verdict, (
                 f"{counts[verdict]} of {applicable} applicable seeds {verb} ({chance}; {told})"

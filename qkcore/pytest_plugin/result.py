@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from qkcore.evidence.refs import EvidenceRef
-from qkcore.pytest_plugin.checks import Check
+from qkcore.pytest_plugin.checks import Check, Verdict
 
 __all__ = ["ClaimResult"]
 
@@ -38,7 +38,7 @@ class ClaimResult:
     statement: str = ""
     #: where the claim's sentence stands (``qk_spectral.tex:306``), from the catalogue
     source: str = ""
-    verdict: str | None = None
+    verdict: Verdict | None = None
     reason: str = ""
     duration_s: float = 0.0
     checks: list[Check] = field(default_factory=list)

@@ -17,7 +17,7 @@ import pytest
 
 from qkcore.errors import ForwardUnavailable
 from qkcore.pytest_plugin.baseline import DECIDED
-from qkcore.pytest_plugin.checks import verdict_of
+from qkcore.pytest_plugin.checks import Verdict, verdict_of
 from qkcore.pytest_plugin.recorder import ClaimRecorder
 from qkcore.pytest_plugin.result import ClaimResult
 
@@ -37,7 +37,7 @@ _RANK = {
 
 def phase_verdict(
     report: pytest.TestReport, call: pytest.CallInfo, recorder: ClaimRecorder | None
-) -> tuple[str | None, str]:
+) -> tuple[Verdict | None, str]:
     """The verdict this phase implies, or None when it says nothing new."""
     if call.excinfo is not None and call.excinfo.errisinstance(ForwardUnavailable):
         # the evidence opens its weights but not its forward pass: absent, not broken
