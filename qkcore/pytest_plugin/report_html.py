@@ -168,9 +168,11 @@ def render_html(
     for claim in sorted(by_claim, key=claim_key):
         rows = by_claim[claim]
         statement = next((r.statement for r in rows if r.statement), "")
+        source = next((r.source for r in rows if r.source), "")
+        where = f" <small>({esc(source)})</small>" if source else ""
         parts.append(
             f"<h3 class='claimhead' id='{esc(claim)}'>{esc(claim)} "
-            f"<small>&sect;{esc(rows[0].section)}</small></h3><p>{esc(statement)}</p>"
+            f"<small>&sect;{esc(rows[0].section)}</small></h3><p>{esc(statement)}{where}</p>"
         )
         parts += figures.get(claim, [])
         parts.append(

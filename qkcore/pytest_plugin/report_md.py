@@ -94,7 +94,8 @@ def render_markdown(
     shown.sort(key=lambda r: (rank[r.verdict or "error"], claim_key(r.claim), r.evidence))
     for r in shown:
         lines = row_details(r)
-        block = [f"**{r.claim}** `{r.evidence or r.nodeid}` - **{r.verdict}**"]
+        where = f" ({r.source})" if r.source else ""
+        block = [f"**{r.claim}**{where} `{r.evidence or r.nodeid}` - **{r.verdict}**"]
         if r.reason and not r.checks:
             block.append(f"  - {_cell(r.reason[:300])}")
         block += [f"  - {_cell(line)}" for line in lines[:6]]
