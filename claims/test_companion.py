@@ -36,6 +36,7 @@ from qkcore.linalg.resolvent import (
     row_shuffle_null,
 )
 from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin.author import PremiseUnmet
 from qkcore.stats.inference import spearman_exact
 from qkcore.stats.power import critical_spearman_rho, smallest_spearman_p, spearman_test
 from qkcore.testing.strategies import attention_stacks
@@ -232,26 +233,23 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim):
         s = np.sort(values)
         return (float(s[lo - 1]), float(s[hi - 1]))
 
-    # statements that show the companion's range (claim.statement takes no paper=)
-    claim.record.check(
+    claim.statement(
         "median misprediction (orders)",
         float(np.median(real)),
         ">=",
-        claim.threshold("orders"),
-        kind="statement",
-        paper="7-11",
+        "orders",
         interval=ci(real),
         n=len(real),
+        paper="7-11",
     )
-    claim.record.check(
+    claim.statement(
         "median excess misprediction over the matched null (orders)",
         float(np.median(excess)),
         ">=",
-        claim.threshold("orders"),
-        kind="statement",
-        paper="7-11 (absent in nulls)",
+        "orders",
         interval=ci(excess),
         n=len(excess),
+        paper="7-11 (absent in nulls)",
     )
     claim.measure("per sequence: real", real.tolist())
     claim.measure("per sequence: null (median of 8 draws)", null.tolist())
@@ -289,12 +287,11 @@ def test_signed_non_normality(evidence, claim):
     reserves = head_reserves(patterns, n_null=8)
     excess, sink = reserves["excess"].ravel(), reserves["sink"].ravel()
     is_sink = sink >= 0.5
-    # on the recorder: the premise carries its n and a failed one still records a measurement
-    if not claim.record.check(
-        "sink heads (sink share >= 0.5)", int(is_sink.sum()), ">=", 1, kind="premise", n=len(sink)
-    ):
+    try:
+        claim.premise("sink heads (sink share >= 0.5)", int(is_sink.sum()), ">=", 1, n=len(sink))
+    except PremiseUnmet:  # the row's reason, beside the failed premise: the largest share
         claim.measure("largest sink share of any head", float(sink.max()))
-        return
+        raise
     table = evidence.head_table()
     prev = table["prev"].to_numpy().reshape(reserves["excess"].shape).ravel()
     routing = ~is_sink

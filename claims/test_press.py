@@ -164,16 +164,7 @@ def test_real_axis_copying_imaginary_induction(evidence, claim):
     table = evidence.head_table()
     claim.premise("causal attention", _causal(evidence), "==", True)
     induction = table["ind"] >= INDUCTION
-    # a premise with its n (claim.premise takes none): recorded on the recorder, guard kept
-    if not claim.record.check(
-        "induction heads (ind >= 0.5)",
-        int(induction.sum()),
-        ">=",
-        1,
-        kind="premise",
-        n=len(table),
-    ):
-        return
+    claim.premise("induction heads (ind >= 0.5)", int(induction.sum()), ">=", 1, n=len(table))
     n = len(table)
     claim.power(
         "smallest attainable one-sided p", smallest_spearman_p(n, sides=1), "<=", "alpha", n=n
@@ -264,8 +255,8 @@ def test_non_hermitian_m_is_root_cause_of_induction(evidence_set, claim):
             sum(math.isfinite(r.formation) for r in sym),
             n=len(sym),
         )
-        # premises on the recorder: a scheme whose premises fail gets a note and the test goes
-        # on to the next scheme (claim.premise would end it), and they carry their n
+        # on the recorder: a scheme whose premises fail gets a note and the test goes on to the
+        # next scheme (claim.premise would end it)
         ok = claim.record.check(
             f"{scheme}-free: median ind_best (an induction head forms)",
             float(np.median(free_ind)),
@@ -361,13 +352,11 @@ def test_phase_ablation_fully_disables_induction(evidence, claim):
     claim.measure("chance loss ln V", chance)
     claim.premise("base induction loss (below chance)", base, "<", chance)
     if evidence.ref.kind == "paper":
-        # a statement that shows the paper's before/after (claim.statement takes no paper=)
-        claim.record.check(
+        claim.statement(
             "share of the induction advantage removed (paper's printed before/after)",
             (float(after) - base) / (chance - base),
             ">=",
-            claim.threshold("fully"),
-            kind="statement",
+            "fully",
             paper=f"{before} -> {after}",
         )
     claim.statement(

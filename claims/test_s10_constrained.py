@@ -82,14 +82,11 @@ def _n_formed(runs) -> int:
 def _consistency(claim, name: str, recomputed: float, printed: str, note: str = "") -> bool:
     """A printed derived number against its recomputation from the paper's printed inputs, both
     at the printed digits (the number-check rounding rule, :mod:`qkcore.stats.printed`)."""
-    # claim.record: the check carries the printed text as its paper value (consistency() has no
-    # paper=)
-    return claim.record.check(
+    return claim.consistency(
         name,
         float(as_printed(recomputed, printed)),
         "==",
         float(printed),
-        kind="consistency",
         paper=printed,
         note=f"recomputed {recomputed:.6g}" + (f"; {note}" if note else ""),
     )
@@ -170,6 +167,8 @@ def test_formation_costs(evidence_set, claim):
             claim.measure(f"{arm}: mean formation step", mean, paper=int(printed_mean))
             claim.measure(f"{arm}: sd", sd, paper=int(printed_sd))
         else:
+            # on the recorder: the printed text is S10B's, which also gives the toys' paper
+            # values, the figure's means and the ratios' consistency checks
             claim.record.check(
                 f"{arm}: mean formation step", mean, "==", printed_mean, kind="number", n=steps.size
             )
@@ -195,7 +194,7 @@ def test_formation_costs(evidence_set, claim):
     for label, (slow, fast), *_ in TABLE:
         x, y = formation[slow], formation[fast]
         # premises recorded, not claim.premise: every contrast's checks are recorded after a
-        # failed one (and premise() has no n=)
+        # failed one
         claim.record.check(
             f"{label}: runs formed in the slower arm ({slow})",
             _n_formed(cells[slow]),
@@ -226,15 +225,13 @@ def test_formation_costs(evidence_set, claim):
         x, y = formation[slow], formation[fast]
         r = rank_biserial(x, y)
         hl = hodges_lehmann_shift(y, x)
-        # a statement with the paper's value beside (paper=): claim.record (statement() has none)
-        claim.record.check(
+        claim.statement(
             f"{label} {slow} > {fast}: q_BH",
             float(q),
             "<=",
-            claim.threshold("alpha"),
-            kind="statement",
-            paper=float(q_paper),
+            "alpha",
             n=x.size + y.size,
+            paper=float(q_paper),
             note=f"exact one-sided p = {p:.4g}",
         )
         _consistency(
@@ -250,6 +247,8 @@ def test_formation_costs(evidence_set, claim):
             claim.measure(f"{label}: HL shift", hl, paper=int(hl_paper), unit="steps")
             continue
         ties = int((x[:, None] == y[None, :]).sum())
+        # on the recorder: the printed texts are TABLE's, which also gives the BH recomputation,
+        # the statements' paper values and the toys' paper values
         claim.record.check(
             f"{label}: exact one-sided p",
             p,
@@ -265,7 +264,7 @@ def test_formation_costs(evidence_set, claim):
             claim.record.check(f"{label}: HL shift (steps)", hl, "==", hl_paper, kind="number")
     if not toy:
         largest = float(max(q_values))
-        claim.record.check("largest q_BH (abstract's bound)", largest, "<=", "0.016", kind="number")
+        claim.printed("largest q_BH (abstract's bound)", largest, comparison="<=")
 
 
 @claim("S10c", sets=("paper", "toy-grid"))
@@ -295,8 +294,7 @@ def test_symmetry_costs_ape(evidence_set, claim):
     formation = _formation(cells)
     sym, free = formation["ape-sym"], formation["ape-free"]
     for arm in ("ape-sym", "ape-free"):
-        # recorded, not claim.premise: the statements are recorded after a failed one (and
-        # premise() has no n=)
+        # recorded, not claim.premise: the statements are recorded after a failed one
         claim.record.check(
             f"runs formed in {arm}",
             _n_formed(cells[arm]),
@@ -339,8 +337,8 @@ def test_symmetry_costs_ape(evidence_set, claim):
         claim.measure("mean ratio APE sym / free", ratio, paper=2.9)
         claim.measure("Hodges-Lehmann shift", shift, paper=1200, unit="steps")
         return
-    claim.record.check("mean ratio APE sym / free", ratio, "==", "2.9", kind="number")
-    claim.record.check("Hodges-Lehmann shift (steps)", shift, "==", "1200", kind="number")
+    claim.printed("mean ratio APE sym / free", ratio)
+    claim.printed("Hodges-Lehmann shift (steps)", shift)
 
 
 @claim("S10a", sets=("paper", "toy-grid"))
@@ -416,9 +414,11 @@ def test_every_arm_reroutes(evidence_set, claim):
                 claim.measure(f"{arm}: final Im share", share, paper=0.0)
                 claim.measure(f"{arm}: mean prev-head rope_imag_frac", rif, paper=0.005)
             else:
-                claim.record.check(f"{arm}: final Im share", share, "==", "0.000", kind="number")
-                claim.record.check(
-                    f"{arm}: mean prev-head rope_imag_frac", rif, "==", "0.005", kind="number"
+                claim.printed("final Im share", share, label=f"{arm}: final Im share")
+                claim.printed(
+                    "mean prev-head rope_imag_frac",
+                    rif,
+                    label=f"{arm}: mean prev-head rope_imag_frac",
                 )
     sym_runs = [r for arm in ("ape-sym", "rope-sym") for r in cells[arm]]
     prev_df = [r.heads[r.prev_head]["dir_frac"] for r in sym_runs]
@@ -426,10 +426,8 @@ def test_every_arm_reroutes(evidence_set, claim):
     if toy:
         claim.measure("sym arms: prev-head dir_frac range", [lo, hi], paper="0.004-0.006")
     else:
-        claim.record.check(
-            "sym arms: smallest prev-head dir_frac", lo, "==", "0.004", kind="number"
-        )
-        claim.record.check("sym arms: largest prev-head dir_frac", hi, "==", "0.006", kind="number")
+        claim.printed("sym arms: smallest prev-head dir_frac", lo)
+        claim.printed("sym arms: largest prev-head dir_frac", hi)
         claim.note(
             "Provenance of the printed 0.004-0.006 (not judged): mean prev-head dir_frac per sym "
             "arm over seeds 0-2 / 0-4: "
@@ -490,7 +488,7 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim):
     _arms_present(cells, claim, ("rope-sym", "rope-free"))
     sym, free = cells["rope-sym"], cells["rope-free"]
     # premises recorded, not claim.premise: the figure (and, with a prev head in fewer than
-    # min_runs runs, the statements) are recorded after a failed one; premise() has no n=
+    # min_runs runs, the statements) are recorded after a failed one
     claim.record.check(
         "RoPE runs carry rotary phase features (rope_imag_frac, kernels)",
         all("rope_imag_frac" in r.heads[0] and r.kernels is not None for r in sym + free),
@@ -561,9 +559,9 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim):
     if toy:
         claim.measure("mean prev-head rope_imag_frac", mean_rif, paper=0.52)
         return
-    claim.record.check("mean prev-head rope_imag_frac", mean_rif, "==", "0.52", kind="number")
-    claim.record.check("smallest prev-head dir_frac", min(dfs), "==", "0.004", kind="number")
-    claim.record.check("largest prev-head dir_frac", max(dfs), "==", "0.005", kind="number")
+    claim.printed("mean prev-head rope_imag_frac", mean_rif)
+    claim.printed("smallest prev-head dir_frac", min(dfs))
+    claim.printed("largest prev-head dir_frac", max(dfs))
     claim.note(
         "Provenance of the printed 0.004-0.005 (not judged): the mean prev-head dir_frac of seeds "
         f"0-2 is {_prev_mean(sym, 'dir_frac', range(3)):.5f} and of seeds 3-4 "
@@ -604,12 +602,4 @@ def test_formation_curves_figure(evidence_set, claim):
             ylabel="ce_pred",
         )
         never += [f"{arm}-s{r.seed}" for r in runs if not math.isfinite(r.formation)]
-    claim.record.check(
-        "runs that never form",
-        len(never),
-        "==",
-        0,
-        kind="statement",
-        n=n_runs,
-        note=", ".join(never),
-    )
+    claim.statement("runs that never form", len(never), "==", 0, n=n_runs, note=", ".join(never))

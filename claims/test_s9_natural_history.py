@@ -45,9 +45,6 @@ PYTHIA_TOKENS_PER_STEP = 2_097_152  # 1024 sequences x 2048 tokens
 #: the end of the 1-4B-token window at its printed precision (4B: >= 3.5e9 tokens)
 WINDOW_END_TOKENS = 3.5e9
 TOY_INIT = "iid Gaussian W_Q, W_K drawn by this suite (the null's own distribution)"
-# The paper's printed percentile ranges (Pythia-410m): two printed ends each, judged as
-# bounds (the other printed numbers are in the catalogue: claim.printed judges "==" only)
-PRINTED_RANGES = {"t0": ("0.03", "0.04"), "t1": ("0.90", "0.99")}
 
 
 @cache
@@ -183,39 +180,19 @@ def test_born_at_the_null(evidence, claim):
         kind="premise",
     )
     beh = float(first["prev_beh"])
-    # statements with the paper's value beside (paper=): on claim.record (statement() has none)
-    claim.record.check(
-        "prev-head behaviour at step 0",
-        beh,
-        "<=",
-        claim.threshold("null_behaviour"),
-        kind="statement",
-        paper=0.01,
-    )
+    claim.statement("prev-head behaviour at step 0", beh, "<=", "null_behaviour", paper=0.01)
     low, centre, high = band["D_head"]
     med_d = float(first["pop_med_D"])
     claim.measure("Ginibre null median D_head (this shape)", centre)
-    claim.record.check(
-        "population median D_head at step 0",
-        med_d,
-        "in",
-        (low, high),
-        kind="statement",
-        paper=0.61,
-    )
+    claim.statement("population median D_head at step 0", med_d, "in", (low, high), paper=0.61)
     if paper:
         claim.printed("prev-head behaviour at step 0", beh)
         claim.printed("population median D_head at step 0", med_d)
     if "rope_imag_frac" in band:
         low_r, _, high_r = band["rope_imag_frac"]
         med_r = float(first["pop_med_rif"])
-        claim.record.check(
-            "population median rope_imag_frac at step 0",
-            med_r,
-            "in",
-            (low_r, high_r),
-            kind="statement",
-            paper=0.5,
+        claim.statement(
+            "population median rope_imag_frac at step 0", med_r, "in", (low_r, high_r), paper=0.5
         )
         if paper:
             claim.printed("population median rope_imag_frac at step 0", med_r)
@@ -259,22 +236,11 @@ def test_locks_in_at_formation(evidence, claim):
     steps = history["step"].to_numpy(dtype=float)
     reached = np.flatnonzero(pct >= TOP_DECILE)
     t_sig = float(steps[reached[0]]) if reached.size else float("inf")
-    # statements with the paper's value beside (paper=): on claim.record (statement() has none)
-    claim.record.check(
-        "first step in the top decile, not before formation (>= t1)",
-        t_sig,
-        ">=",
-        t1,
-        kind="statement",
-        paper=1000,
+    claim.statement(
+        "first step in the top decile, not before formation (>= t1)", t_sig, ">=", t1, paper=1000
     )
-    claim.record.check(
-        "first step in the top decile, with formation (<= t1)",
-        t_sig,
-        "<=",
-        t1,
-        kind="statement",
-        paper=1000,
+    claim.statement(
+        "first step in the top decile, with formation (<= t1)", t_sig, "<=", t1, paper=1000
     )
     at = history.set_index("step")
     beh = [float(at.loc[t0, "prev_beh"]), float(at.loc[t1, "prev_beh"])]
@@ -287,11 +253,10 @@ def test_locks_in_at_formation(evidence, claim):
     claim.printed("t1 (formed step)", t1)
     claim.printed("prev behaviour at t0", beh[0])
     claim.printed("prev behaviour at t1", beh[1])
-    # a printed range's two ends as bounds: claim.record (claim.printed judges "==" only)
+    # a printed range's two ends, as bounds
     for label, value in (("t0", sig[0]), ("t1", sig[1])):
-        lo, hi = PRINTED_RANGES[label]
-        claim.record.check(f"rif_pct at {label}, low end", value, ">=", lo, kind="number")
-        claim.record.check(f"rif_pct at {label}, high end", value, "<=", hi, kind="number")
+        claim.printed(f"rif_pct at {label}, low end", value, comparison=">=")
+        claim.printed(f"rif_pct at {label}, high end", value, comparison="<=")
 
 
 @claim("S9c", evidence=("paper", "toy"), checkpoints=True)
@@ -329,14 +294,8 @@ def test_suppression_after_formation(evidence, claim):
     below = np.flatnonzero(med < low)
     t_drop = float(steps[below[0]]) if below.size else float("inf")
     claim.measure("formation window t0 -> t1", [t0, t1], paper=[512, 1000])
-    # a statement with the paper's value beside (paper=): on claim.record (statement() has none)
-    claim.record.check(
-        "final population median D_head below the null band",
-        float(med[-1]),
-        "<",
-        low,
-        kind="statement",
-        paper=0.395,
+    claim.statement(
+        "final population median D_head below the null band", float(med[-1]), "<", low, paper=0.395
     )
     claim.statement("first step below the null band, after formation (>= t1)", t_drop, ">=", t1)
     claim.measure("first step below the null band >= t0 (other reading)", t_drop >= t0)
@@ -348,12 +307,11 @@ def test_suppression_after_formation(evidence, claim):
         claim.printed("final population median D_head", float(med[-1]))
     if _is_rope(evidence):
         rif = history["rif"].to_numpy()
-        claim.record.check(
+        claim.statement(
             "prev head's rope_imag_frac, last minus step 0",
             float(rif[-1] - rif[0]),
             ">",
             0.0,
-            kind="statement",
             paper="0.500 -> 0.578",
         )
         if evidence.ref.kind == "paper":
@@ -408,12 +366,6 @@ def test_no_spectral_precursor(evidence, claim):
         )
     if _is_rope(evidence) and np.isfinite(t0):
         at_t0 = float(history.set_index("step").loc[t0, "rif_pct"])
-        # a statement with the paper's value beside (paper=): claim.record (statement() has none)
-        claim.record.check(
-            "rif_pct at t0 (sits low mid-formation)",
-            at_t0,
-            "<=",
-            chance,
-            kind="statement",
-            paper="0.03-0.04",
+        claim.statement(
+            "rif_pct at t0 (sits low mid-formation)", at_t0, "<=", chance, paper="0.03-0.04"
         )
