@@ -216,16 +216,17 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim):
     model = evidence.model()
     patterns = attention_patterns(model, real_inputs(model, R3_SEQUENCES, 48))
     rng = np.random.default_rng(0)
-    real, null = [], []
+    real_values: list[float] = []
+    null_values: list[float] = []
     for sequence in patterns:
         layers = sequence.mean(axis=1)
-        real.append(depth_misprediction(layers))
+        real_values.append(depth_misprediction(layers))
         draws = [
             depth_misprediction(np.stack([row_shuffle_null(P, rng) for P in layers]))
             for _ in range(8)
         ]
-        null.append(float(np.median(draws)))
-    real, null = np.array(real), np.array(null)
+        null_values.append(float(np.median(draws)))
+    real, null = np.array(real_values), np.array(null_values)
     excess = real - null
     lo, hi = R3_CI_RANKS
 

@@ -396,16 +396,18 @@ def test_scheme_sets_induction_head_structure(evidence_set, claim):
     Premises: both groups present (>= 1 RoPE and >= 1 non-RoPE model).
 
     Power: the smallest attainable p, 1 / C(n, n_rope), <= 0.05."""
-    names, values, rope = [], [], []
+    names: list[str] = []
+    percentiles: list[float] = []
+    is_rope: list[bool] = []
     k = None
     for ref, table in evidence_set.tables().items():
         if ref.scheme not in (*ROPE, *NON_ROPE):
             continue
         k, value = _top_ind_percentile(ref, table)
         names.append(ref.name)
-        values.append(value)
-        rope.append(ref.scheme in ROPE)
-    values, rope = np.array(values), np.array(rope, dtype=bool)
+        percentiles.append(value)
+        is_rope.append(ref.scheme in ROPE)
+    values, rope = np.array(percentiles), np.array(is_rope, dtype=bool)
     with claim.premises():
         claim.premise("RoPE models", int(rope.sum()), ">=", 1)
         claim.premise("non-RoPE models", int((~rope).sum()), ">=", 1)

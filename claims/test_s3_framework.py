@@ -16,6 +16,8 @@ random-orientation null of each GPT-2 head (the published table; 0.707 and 0.608
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.optimize
 
@@ -304,10 +306,10 @@ def test_saponati_relation_on_random_operators(claim):
         fro2 = float((M**2).sum())
         sym2 = float(((0.5 * (M + M.T)) ** 2).sum())
         anti2 = float(((0.5 * (M - M.T)) ** 2).sum())
-        df = float(dir_frac(ops))
+        draw_df = float(dir_frac(ops))
         d = A.shape[0]
-        bound = 4 * trace_share_bound(A, B) + 8 * (np.log2(d * d) + 4) * EPS
-        rows.append((df, (sym2 - anti2) / fro2, sym2 / fro2, bound))
+        draw_bound = 4 * trace_share_bound(A, B) + 8 * (np.log2(d * d) + 4) * EPS
+        rows.append((draw_df, (sym2 - anti2) / fro2, sym2 / fro2, draw_bound))
     df, s, code, bound = (np.array(col) for col in zip(*rows, strict=True))
     ratio = float((np.abs(s - (1 - 2 * df**2)) / bound).max())
     order = np.argsort(df)
@@ -350,7 +352,13 @@ def _relative_convention_errors(model, *, n_tokens: int = 32, seed: int = 0) -> 
     cache = random_token_forward(
         model, n_tokens, seed, ("q.hook_in", "hook_attn_scores", "hook_pattern")
     )
-    out = {"abs": 0.0, "rel": 0.0, "diag_abs": 0.0, "diag_rel": 0.0, "holds": "scores"}
+    out: dict[str, Any] = {
+        "abs": 0.0,
+        "rel": 0.0,
+        "diag_abs": 0.0,
+        "diag_rel": 0.0,
+        "holds": "scores",
+    }
     for layer in range(model.n_layers):
         keep = visible(model, layer, n_tokens)  # causal, and within the layer's window
         x = cache[f"blocks.{layer}.attn.q.hook_in"][0]

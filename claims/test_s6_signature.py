@@ -299,7 +299,8 @@ def test_model_level_separation(evidence_set, claim):
     claim.consistency(
         "1/C(7,3) from the paper's model counts", round(1 / comb(7, 3), 3), "==", 0.029
     )
-    rope_pcts, other_pcts = [], []
+    rope_pcts: list[float] = []
+    other_pcts: list[float] = []
     for ref, table in tables.items():
         pct = percentile(table, "D_head").loc[top_k_heads(table, "prev", 5).index]
         (rope_pcts if ref.scheme in ROPE else other_pcts).extend(pct.tolist())
@@ -339,7 +340,9 @@ def test_contrast_at_fixed_head_dimension(evidence_set, claim):
     3 models, a random labelling would give it with probability 1/3 - recorded).
     """
     d_k = 64
-    rope, other, seen = {}, {}, {}
+    rope: dict[str, float] = {}
+    other: dict[str, float] = {}
+    seen: dict[str, list[int]] = {}
     for ref, table in _members(evidence_set, claim).items():
         seen[ref.name] = sorted({int(r) for r in table["rank"]})
         if not (table["rank"] == d_k).all():
@@ -454,6 +457,7 @@ def test_partial_association(evidence, claim):
         True,
         note=f"scheme {scheme}, evidence {evidence.ref.kind}",
     )
+    assert data is not None  # the premise above ends the test otherwise
     cis = {}
     for model in data.models:
         if data.scheme(model) == "ape":
@@ -465,7 +469,7 @@ def test_partial_association(evidence, claim):
     )
     pairs = [(a, b) for a, b in combinations(cis, 2)]
     gaps = {f"{a} vs {b}": max(cis[b][0] - cis[a][1], cis[a][0] - cis[b][1]) for a, b in pairs}
-    widest = max(gaps, key=gaps.get) if gaps else "none"
+    widest = max(gaps, key=gaps.__getitem__) if gaps else "none"
     claim.statement(
         f"heterogeneous under learned absolute: largest gap between two CIs ({widest})",
         gaps.get(widest, float("nan")),

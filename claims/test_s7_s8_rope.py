@@ -7,6 +7,8 @@ is the change in induction loss when the ablation is applied to that head.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 import pytest
 
@@ -18,13 +20,25 @@ from qkcore.stats.population import head_name, partial_rho, top_k_heads
 from qkcore.stats.printed import decimals
 
 ROPE = ("rope", "rope-partial")
+
+
+class _Mediation(TypedDict):
+    """One model's row of the mediation table, as printed (None: not printed)."""
+
+    before: str
+    after: str
+    atten: str
+    atten_text: str | None
+    p: str | None
+
+
 #: The paper's Table (mediation), as printed: partial | dir_frac, + phase controls, attenuation
 #: (hybrid estimator), the same attenuation printed to one decimal in the placebo paragraph,
 #: and the controlled partial's p where printed.
-S7 = {
-    "pythia-410m": dict(before="0.35", after="0.14", atten="61", atten_text="60.7", p=None),
-    "pythia-1.4b": dict(before="0.50", after="0.31", atten="38", atten_text="37.7", p=None),
-    "llama-3-8b": dict(before="0.33", after="0.006", atten="98", atten_text=None, p="0.84"),
+S7: dict[str, _Mediation] = {
+    "pythia-410m": _Mediation(before="0.35", after="0.14", atten="61", atten_text="60.7", p=None),
+    "pythia-1.4b": _Mediation(before="0.50", after="0.31", atten="38", atten_text="37.7", p=None),
+    "llama-3-8b": _Mediation(before="0.33", after="0.006", atten="98", atten_text=None, p="0.84"),
 }
 #: The pseudo-phase placebo on models without RoPE "barely attenuates (4-22%)" (recorded only).
 PLACEBO_ATTENUATION = 22.0
@@ -230,6 +244,7 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim):
     claim.printed("share still, high end of 92-99%", share_still, comparison="<=")
     if evidence.ref.kind != "paper":
         return
+    assert ce_before is not None and ce_after is not None  # paper is not None here
     printed = float(ce_after) - float(ce_before)
     claim.consistency(
         "head with the largest induction effect is the paper's (released table vs text)",
