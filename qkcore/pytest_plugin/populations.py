@@ -131,6 +131,8 @@ def add_populations(results: dict[str, ClaimResult]) -> dict[str, ClaimResult]:
             evidence=evidence,
             ref=ref,
             section=first.section,
+            source=first.source,
+            sentence=first.sentence,
             statement=first.statement,
             verdict=verdict,
             reason=reason,

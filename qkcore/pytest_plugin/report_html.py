@@ -36,7 +36,41 @@ th{background:#f3f3f3}.supported{background:#e6f4e6}.refuted{background:#fbe3e3}
 .fig{display:inline-block;margin:6px;border:1px solid #ddd}
 .fail{color:#a00}.uncertain{color:#a60}
 code{font-size:.85em}.note{color:#555;font-style:italic}
+body{display:grid;grid-template-columns:11em 1fr;gap:1.5em;max-width:1400px}
+#index{position:sticky;top:0;align-self:start;max-height:100vh;overflow-y:auto;font-size:.85em}
+#index a{display:block;padding:1px 4px;margin:1px 0;text-decoration:none;color:#222}
+#filters{margin:.5em 0 1em;font-size:.9em}#filters label{margin-right:.8em}
+.sentence{border-left:3px solid #ccc;padding-left:.6em;color:#444}
+.rerun{font-size:.8em;color:#555}
 """
+
+#: Rows hidden by the kind and verdict filters (plain JS: the page works offline, no server).
+_FILTER_JS = """
+function qkFilter(){
+  var off=new Set();
+  document.querySelectorAll('#filters input').forEach(function(box){
+    if(!box.checked){off.add(box.value);}
+  });
+  document.querySelectorAll('tr[data-kind]').forEach(function(row){
+    var hide=off.has('kind:'+row.dataset.kind)||off.has('verdict:'+row.dataset.verdict);
+    row.style.display=hide?'none':'';
+  });
+}
+"""
+
+
+def _worst(rows: list[ClaimResult]) -> str:
+    """The verdict a claim's index entry is coloured by: its worst decided row."""
+    found = {r.verdict or "error" for r in rows if not r.is_detail}
+    return next((v for v in VERDICT_ORDER if v in found), "skipped")
+
+
+def _rerun(r: ClaimResult) -> str:
+    """The command that re-runs one row (a population: its seeds' rows)."""
+    test = r.nodeid.split("[", 1)[0]
+    if r.seeds is not None and r.ref is not None:
+        return f"pytest '{test}' -k '{r.ref.model}-s'"
+    return f"pytest '{r.nodeid}'"
 
 
 def _figures_by_claim(results: list[ClaimResult]) -> dict[str, list[str]]:
@@ -93,9 +127,28 @@ def render_html(
     esc = html.escape
     columns = columns or builtin_registry().columns()
     totals = Counter(r.verdict or "error" for r in results if not r.is_detail)
+    by_claim: dict[str, list[ClaimResult]] = defaultdict(list)
+    for r in results:
+        by_claim[r.claim].append(r)
+    claims = sorted(by_claim, key=claim_key)
+    index = "".join(
+        f"<a class='{_worst(by_claim[c])}' href='#{esc(c)}'>{esc(c)}</a>" for c in claims
+    )
+    kinds = sorted({r.evidence_kind for r in results})
+    verdicts = [v for v in VERDICT_ORDER if any((r.verdict or "error") == v for r in results)]
+    boxes = "".join(
+        f"<label><input type='checkbox' checked value='kind:{esc(k)}' onchange='qkFilter()'>"
+        f"{esc(k)}</label>"
+        for k in kinds
+    ) + "".join(
+        f"<label class='{v}'><input type='checkbox' checked value='verdict:{v}' "
+        f"onchange='qkFilter()'>{v}</label>"
+        for v in verdicts
+    )
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>Claims report</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{_CSS}</style><script>{_FILTER_JS}</script></head><body>",
+        f"<nav id='index'><b>Claims</b>{index}</nav><main>",
         "<h1>Claims report</h1>",
         f"<p>{esc(created)} &mdash; "
         + ", ".join(f"<b>{totals[v]}</b> {v}" for v in VERDICT_ORDER if totals[v])
@@ -161,19 +214,19 @@ def render_html(
         parts.append("<p>None.</p>")
 
     figures = _figures_by_claim(results)
-    by_claim: dict[str, list[ClaimResult]] = defaultdict(list)
-    for r in results:
-        by_claim[r.claim].append(r)
-    parts.append("<h2>Claims</h2>")
-    for claim in sorted(by_claim, key=claim_key):
+    parts.append(f"<h2>Claims</h2><div id='filters'>Show: {boxes}</div>")
+    for claim in claims:
         rows = by_claim[claim]
         statement = next((r.statement for r in rows if r.statement), "")
         source = next((r.source for r in rows if r.source), "")
+        sentence = next((r.sentence for r in rows if r.sentence), "")
         where = f" <small>({esc(source)})</small>" if source else ""
         parts.append(
-            f"<h3 class='claimhead' id='{esc(claim)}'>{esc(claim)} "
-            f"<small>&sect;{esc(rows[0].section)}</small></h3><p>{esc(statement)}{where}</p>"
+            f"<section class='claim' id='{esc(claim)}'><h3 class='claimhead'>{esc(claim)} "
+            f"<small>&sect;{esc(rows[0].section)}</small></h3><p>{esc(statement)}</p>"
         )
+        if sentence:
+            parts.append(f"<p class='sentence'>{esc(sentence)}{where}</p>")
         parts += figures.get(claim, [])
         parts.append(
             "<table><tr><th>evidence</th><th>verdict</th><th>checks (failing first) and "
@@ -188,8 +241,11 @@ def render_html(
             if not lines:
                 lines = [esc(x) for x in row_details(r)]
             notes = "".join(f"<div class='note'>{esc(n)}</div>" for n in r.notes)
+            rerun = f"<div class='rerun'><code>{esc(_rerun(r))}</code></div>"
             parts.append(
-                f"<tr class='{r.verdict}'><td><code>{esc(r.evidence or r.nodeid)}</code></td>"
+                f"<tr class='{r.verdict}' data-kind='{esc(r.evidence_kind)}' "
+                f"data-verdict='{r.verdict or 'error'}'>"
+                f"<td><code>{esc(r.evidence or r.nodeid)}</code>{rerun}</td>"
                 f"<td>{r.verdict}</td><td>{'<br>'.join(lines)}</td>"
                 f"<td>{esc(r.reason[:400])}{notes}</td><td>{r.duration_s:.2f}</td></tr>"
             )
@@ -199,5 +255,6 @@ def render_html(
             parts.append(
                 f"<details><summary>operationalization</summary><pre>{esc(doc)}</pre></details>"
             )
-    parts.append("</body></html>")
+        parts.append("</section>")
+    parts.append("</main></body></html>")
     return "\n".join(parts)

@@ -38,6 +38,8 @@ class ClaimResult:
     statement: str = ""
     #: where the claim's sentence stands (``qk_spectral.tex:306``), from the catalogue
     source: str = ""
+    #: the sentence itself, as the catalogue quotes it
+    sentence: str = ""
     verdict: Verdict | None = None
     reason: str = ""
     duration_s: float = 0.0

@@ -58,6 +58,7 @@ def record_phase(
         section=str(marker.kwargs.get("section", "")),
         statement=marker.kwargs.get("statement", ""),
         source=getattr(marker.kwargs.get("entry"), "source", ""),
+        sentence=getattr(marker.kwargs.get("entry"), "sentence", ""),
         verdict=verdict,
         reason=reason,
         duration_s=float(getattr(report, "duration", 0.0)),

@@ -1,0 +1,150 @@
+"""claims.html as a person sees it: opened in headless Chromium, looked at, clicked.
+
+By default the page is a report written here from a few rows; ``QK_REPORT_HTML=path`` opens a
+real one instead (``.ci/run`` does this for the run's own ``reports/latest/claims.html``).
+Screenshots of the first screen and of one claim go beside the page (``screenshot-*.png``).
+Skipped, with the reason, where Chromium, its driver or selenium is missing (``.ci/run``
+installs them: Debian's ``chromium`` and ``chromium-driver``, and selenium from the dev extra).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qkcore.evidence.refs import EvidenceRef
+from qkcore.pytest_plugin.checks import judge
+from qkcore.pytest_plugin.report import write_reports
+from qkcore.pytest_plugin.result import ClaimResult
+
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+def _missing() -> str:
+    if BROWSER is None or DRIVER is None:
+        return "no chromium/chromedriver on PATH (apt-get install chromium chromium-driver)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    return ""
+
+
+pytestmark = pytest.mark.skipif(bool(_missing()), reason=_missing() or "-")
+
+
+def _rows() -> list[ClaimResult]:
+    paper = EvidenceRef("paper", "gpt2", "ape")
+    toy = EvidenceRef("toy", "rope", "rope", regime="cpu", population=8)
+    figure = {
+        "figure": "D_head percentile by scheme",
+        "series": "gpt2",
+        "x": ["ape"],
+        "y": [0.21],
+        "kind": "strip",
+        "xlabel": "",
+        "ylabel": "percentile",
+        "xscale": "linear",
+        "paper": False,
+    }
+    return [
+        ClaimResult(
+            nodeid="claims/test_s6.py::test_side[paper:gpt2]",
+            claim="S6b",
+            evidence=paper.evidence_id,
+            ref=paper,
+            section="6",
+            statement="content-like prev heads under absolute positions",
+            source="qk_spectral.tex:284",
+            sentence="bottom-quartile under learned absolute (medians 0.21/0.23/0.14)",
+            verdict="supported",
+            checks=[judge("median percentile", 0.21, "<", 0.5, kind="statement")],
+            figures=[figure],
+        ),
+        ClaimResult(
+            nodeid="claims/test_s6.py::test_side[toy-cpu:rope-n8]",
+            claim="S6a",
+            evidence=toy.evidence_id,
+            ref=toy,
+            section="6",
+            statement="rotational prev heads under RoPE",
+            verdict="refuted",
+            checks=[],
+            seeds={"supported": 1, "refuted": 7, "inconclusive": 0, "not-applicable": 0},
+        ),
+    ]
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Path:
+    given = os.environ.get("QK_REPORT_HTML")
+    if given:
+        return Path(given).resolve()
+    baseline: dict[str, Any] = {"baseline": "reports/baseline.json"}
+    return write_reports(_rows(), tmp_path, baseline)[2]
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(BROWSER)
+    for flag in ("--headless=new", "--no-sandbox", "--window-size=1400,900"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_the_report_renders_navigates_and_filters_in_a_browser(page: Path, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(page.as_uri())
+    assert browser.title == "Claims report"
+    browser.save_screenshot(str(page.parent / "screenshot-first-screen.png"))
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, f"console errors: {errors}"
+
+    sections = browser.find_elements(By.CSS_SELECTOR, "section.claim")
+    assert sections, "no claim section"
+    for section in sections:
+        size = section.size
+        assert size["height"] > 0 and size["width"] > 0, section.get_attribute("id")
+    for image in browser.find_elements(By.TAG_NAME, "img"):
+        assert browser.execute_script("return arguments[0].naturalWidth", image) > 0
+
+    # the index's last link brings its claim into the window (the top, where the page is
+    # long enough to scroll that far)
+    link = browser.find_elements(By.CSS_SELECTOR, "#index a")[-1]
+    target = link.get_attribute("href").split("#", 1)[1]
+    link.click()
+    assert browser.execute_script("return location.hash") == f"#{target}"
+    top, height = browser.execute_script(
+        "return [document.getElementById(arguments[0]).getBoundingClientRect().top,"
+        " window.innerHeight]",
+        target,
+    )
+    assert 0 <= top < height, f"#{target} is at {top}px after its index link ({height}px)"
+    browser.find_element(By.ID, target).screenshot(str(page.parent / "screenshot-claim.png"))
+
+    # a verdict filter hides exactly the rows of that verdict
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr[data-verdict]")
+    verdict = rows[0].get_attribute("data-verdict")
+    box = browser.find_element(By.CSS_SELECTOR, f"#filters input[value='verdict:{verdict}']")
+    box.click()
+    for row in rows:
+        hidden = not row.is_displayed()
+        assert hidden == (row.get_attribute("data-verdict") == verdict)
+    box.click()
+    assert all(row.is_displayed() for row in rows if row.get_attribute("data-verdict"))
