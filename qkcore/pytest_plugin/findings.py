@@ -80,15 +80,27 @@ def summary(results: list[ClaimResult]) -> list[dict[str, Any]]:
     return out
 
 
+#: The order errata are listed in: the paper's print against its own released data first.
+_SOURCE_ORDER = {"paper": 0, "weights": 1, "toy": 2}
+
+
 def errata(results: list[ClaimResult]) -> list[dict[str, Any]]:
-    """Every failed ``number`` or ``consistency`` check: where the paper's print disagrees."""
+    """Every failed ``number`` or ``consistency`` check: where the printed text disagrees.
+
+    ``source`` says whose print it is: ``paper`` (the paper's), or ``press`` (an article's
+    number, a claim of section "press"). The paper's own rows come first, on its released
+    data before recomputed weights and toys."""
     out = []
-    for r in results:
+    ordered = sorted(
+        results, key=lambda r: (r.section == "press", _SOURCE_ORDER.get(r.evidence_kind, 3))
+    )
+    for r in ordered:
         for c in r.checks:
             if c.kind in RULES and c.outcome != "pass":
                 out.append(
                     {
                         "claim": r.claim,
+                        "source": "press" if r.section == "press" else "paper",
                         "evidence": r.evidence,
                         "nodeid": r.nodeid,
                         "check": c.name,

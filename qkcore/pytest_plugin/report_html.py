@@ -197,21 +197,28 @@ def render_html(
             f"<tr><td><a href='#{esc(entry['claim'])}'>{esc(entry['claim'])}</a></td>"
             f"<td>{esc(entry['statement'])}</td>{cells}</tr>"
         )
-    parts.append("</table><h2>Errata: printed numbers against the data</h2>")
-    if errata:
+    parts.append("</table>")
+    for source, title in (
+        ("paper", "Errata: the paper's printed numbers against the data"),
+        ("press", "Press numbers against the data"),
+    ):
+        listed = [e for e in errata if e.get("source", "paper") == source]
+        parts.append(f"<h2 id='errata-{source}'>{esc(title)}</h2>")
+        if not listed:
+            parts.append("<p>None.</p>")
+            continue
         parts.append(
             "<table><tr><th>claim</th><th>evidence</th><th>check</th><th>printed</th>"
             "<th>measured</th><th>kind</th><th>rule</th></tr>"
         )
         parts += [
-            f"<tr><td>{esc(e['claim'])}</td><td><code>{esc(e['evidence'])}</code></td>"
+            f"<tr><td><a href='#{esc(e['claim'])}'>{esc(e['claim'])}</a></td>"
+            f"<td><code>{esc(e['evidence'])}</code></td>"
             f"<td>{esc(e['check'])}</td><td>{esc(e['comparison'])} {esc(fmt(e['printed']))}</td>"
             f"<td>{esc(fmt(e['measured']))}</td><td>{e['kind']}</td><td>{esc(e['rule'])}</td></tr>"
-            for e in errata
+            for e in listed
         ]
         parts.append("</table>")
-    else:
-        parts.append("<p>None.</p>")
 
     figures = _figures_by_claim(results)
     parts.append(f"<h2>Claims</h2><div id='filters'>Show: {boxes}</div>")

@@ -72,8 +72,15 @@ def render_markdown(
         )
     head.append("")
     found = errata(results)
-    head += ["## Errata: printed numbers against the data", ""]
-    if found:
+    for source, title in (
+        ("paper", "## Errata: the paper's printed numbers against the data"),
+        ("press", "## Press numbers against the data"),
+    ):
+        listed = [e for e in found if e["source"] == source]
+        head += [title, ""]
+        if not listed:
+            head += ["None.", ""]
+            continue
         head += [
             "| claim | evidence | check | printed | measured | kind |",
             "|---|---|---|---|---|---|",
@@ -81,12 +88,11 @@ def render_markdown(
         head += [
             f"| {e['claim']} | {e['evidence'] or '-'} | {_cell(e['check'])} | "
             f"{e['comparison']} {fmt(e['printed'])} | {fmt(e['measured'])} | {e['kind']} |"
-            for e in found
+            for e in listed
         ]
-        head += ["", f"Rules: number - {RULES['number']}; consistency - {RULES['consistency']}."]
-    else:
-        head.append("None.")
-    head.append("")
+        head.append("")
+    if found:
+        head += [f"Rules: number - {RULES['number']}; consistency - {RULES['consistency']}.", ""]
 
     detail = ["## Rows that are not supported", ""]
     rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
