@@ -10,7 +10,6 @@ import html
 from collections import Counter, defaultdict
 from typing import Any
 
-from qkcore.pytest_plugin.checks import describe
 from qkcore.pytest_plugin.figures import collect_figures, figure_png
 from qkcore.pytest_plugin.findings import (
     VERDICT_ORDER,
@@ -42,6 +41,8 @@ body{display:grid;grid-template-columns:11em 1fr;gap:1.5em;max-width:1400px}
 #filters{margin:.5em 0 1em;font-size:.9em}#filters label{margin-right:.8em}
 .sentence{border-left:3px solid #ccc;padding-left:.6em;color:#444}
 .rerun{font-size:.8em;color:#555}
+table.checks{font-size:.85em;margin:0}table.checks td{border-color:#e3e3e3}
+tr.pass td{color:#222}tr.fail td{color:#a00}tr.uncertain td{color:#a60}
 """
 
 #: Rows hidden by the kind and verdict filters (plain JS: the page works offline, no server).
@@ -114,6 +115,44 @@ def _changes(title: str, intro: str, changes: list[dict[str, Any]]) -> list[str]
         *items,
         "</ul>",
     ]
+
+
+_OUTCOME_ORDER = {"fail": 0, "uncertain": 1, "pass": 2}
+
+
+def _checks_table(r: ClaimResult) -> str:
+    """A row's checks as a small table, failing first, then its measurements."""
+    esc = html.escape
+    if not r.checks and not r.measurements:
+        return "<br>".join(esc(x) for x in row_details(r))
+    cells = [
+        f"<tr class='{c.outcome}'><td>{c.kind}</td><td>{esc(c.name)}</td>"
+        f"<td>{esc(fmt(c.value))}</td><td>{esc(c.comparison)}</td>"
+        f"<td>{esc(fmt(c.threshold))}</td><td>{c.outcome}</td>"
+        f"<td>{esc(fmt(c.margin))}</td></tr>"
+        for c in sorted(r.checks, key=lambda c: _OUTCOME_ORDER[c.outcome])
+    ]
+    table = (
+        "<table class='checks'><tr><th>kind</th><th>check</th><th>value</th><th></th>"
+        "<th>threshold</th><th>outcome</th><th>margin</th></tr>" + "".join(cells) + "</table>"
+        if cells
+        else ""
+    )
+    measured = "".join(f"<div>{esc(measure_text(m))}</div>" for m in r.measurements)
+    return table + measured
+
+
+def _row(r: ClaimResult) -> str:
+    esc = html.escape
+    notes = "".join(f"<div class='note'>{esc(n)}</div>" for n in r.notes)
+    rerun = f"<div class='rerun'><code>{esc(_rerun(r))}</code></div>"
+    return (
+        f"<tr class='{r.verdict}' data-kind='{esc(r.evidence_kind)}' "
+        f"data-verdict='{r.verdict or 'error'}'>"
+        f"<td><code>{esc(r.evidence or r.nodeid)}</code>{rerun}</td>"
+        f"<td>{r.verdict}</td><td>{_checks_table(r)}</td>"
+        f"<td>{esc(r.reason[:400])}{notes}</td><td>{r.duration_s:.2f}</td></tr>"
+    )
 
 
 def render_html(
@@ -239,23 +278,21 @@ def render_html(
             "<table><tr><th>evidence</th><th>verdict</th><th>checks (failing first) and "
             "measurements</th><th>reason / notes</th><th>s</th></tr>"
         )
+        seeds: dict[str, list[ClaimResult]] = defaultdict(list)
         for r in rows:
-            lines = []
-            order = {"fail": 0, "uncertain": 1, "pass": 2}
-            for c in sorted(r.checks, key=lambda c: order[c.outcome]):
-                lines.append(f"<span class='{c.outcome}'>{esc(describe(c))}</span>")
-            lines += [esc(measure_text(m)) for m in r.measurements]
-            if not lines:
-                lines = [esc(x) for x in row_details(r)]
-            notes = "".join(f"<div class='note'>{esc(n)}</div>" for n in r.notes)
-            rerun = f"<div class='rerun'><code>{esc(_rerun(r))}</code></div>"
-            parts.append(
-                f"<tr class='{r.verdict}' data-kind='{esc(r.evidence_kind)}' "
-                f"data-verdict='{r.verdict or 'error'}'>"
-                f"<td><code>{esc(r.evidence or r.nodeid)}</code>{rerun}</td>"
-                f"<td>{r.verdict}</td><td>{'<br>'.join(lines)}</td>"
-                f"<td>{esc(r.reason[:400])}{notes}</td><td>{r.duration_s:.2f}</td></tr>"
-            )
+            if r.is_detail:
+                seeds[r.population].append(r)
+        for r in rows:
+            if r.is_detail:
+                continue  # shown folded under its population
+            parts.append(_row(r))
+            if seeds.get(r.nodeid):
+                inner = "".join(_row(seed) for seed in seeds[r.nodeid])
+                parts.append(
+                    f"<tr data-kind='{esc(r.evidence_kind)}' data-verdict='{r.verdict}'>"
+                    f"<td colspan='5'><details><summary>{len(seeds[r.nodeid])} seed rows of "
+                    f"{esc(r.evidence)}</summary><table>{inner}</table></details></td></tr>"
+                )
         parts.append("</table>")
         doc = next((r.docstring for r in rows if r.docstring), "")
         if doc:

@@ -78,6 +78,19 @@ def _rows() -> list[ClaimResult]:
             checks=[],
             seeds={"supported": 1, "refuted": 7, "inconclusive": 0, "not-applicable": 0},
         ),
+        *(
+            ClaimResult(
+                nodeid=f"claims/test_s6.py::test_side[toy-cpu:rope-s{seed}]",
+                claim="S6a",
+                evidence=f"toy-cpu:rope-s{seed}",
+                ref=EvidenceRef("toy", "rope", "rope", regime="cpu", seed=seed),
+                section="6",
+                verdict="supported" if seed == 0 else "refuted",
+                checks=[judge("pct", 0.9 if seed == 0 else 0.1, ">", 0.5, kind="statement")],
+                population="claims/test_s6.py::test_side[toy-cpu:rope-n8]",
+            )
+            for seed in range(8)
+        ),
     ]
 
 
@@ -139,7 +152,10 @@ def test_the_report_renders_navigates_and_filters_in_a_browser(page: Path, brows
     browser.find_element(By.ID, target).screenshot(str(page.parent / "screenshot-claim.png"))
 
     # a verdict filter hides exactly the rows of that verdict
-    rows = browser.find_elements(By.CSS_SELECTOR, "tr[data-verdict]")
+    # a row of a section's own table (seed rows sit folded inside their population's)
+    rows = browser.find_elements(
+        By.CSS_SELECTOR, "section.claim > table > tbody > tr[data-verdict]"
+    )
     verdict = rows[0].get_attribute("data-verdict")
     box = browser.find_element(By.CSS_SELECTOR, f"#filters input[value='verdict:{verdict}']")
     box.click()
@@ -147,4 +163,11 @@ def test_the_report_renders_navigates_and_filters_in_a_browser(page: Path, brows
         hidden = not row.is_displayed()
         assert hidden == (row.get_attribute("data-verdict") == verdict)
     box.click()
-    assert all(row.is_displayed() for row in rows if row.get_attribute("data-verdict"))
+    assert all(row.is_displayed() for row in rows)
+    # seed rows are folded under their population, and unfold
+    fold = browser.find_elements(By.CSS_SELECTOR, "section.claim details summary")
+    seeds = [s for s in fold if "seed rows" in s.text]
+    if seeds:
+        seeds[0].click()
+        inner = seeds[0].find_elements(By.XPATH, "../table//tr[@data-verdict]")
+        assert inner and all(row.is_displayed() for row in inner)
