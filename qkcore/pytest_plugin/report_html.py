@@ -36,7 +36,7 @@ th{background:#f3f3f3}.supported{background:#e6f4e6}.refuted{background:#fbe3e3}
 .fail{color:#a00}.uncertain{color:#a60}
 code{font-size:.85em}.note{color:#555;font-style:italic}
 body{display:grid;grid-template-columns:11em minmax(0,1fr);gap:1.5em;max-width:1400px}
-main{min-width:0}td{overflow-wrap:anywhere}
+main{min-width:0}td code{overflow-wrap:anywhere}
 #index{position:sticky;top:0;align-self:start;max-height:100vh;overflow-y:auto;font-size:.85em}
 #index a{display:block;padding:1px 4px;margin:1px 0;text-decoration:none;color:#222}
 #filters{margin:.5em 0 1em;font-size:.9em}#filters label{margin-right:.8em}
