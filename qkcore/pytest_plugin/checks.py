@@ -1,6 +1,7 @@
 """Checks, and the verdict a row's checks imply.
 
-A claim test judges through checks (``claim_record.check``), each of one kind:
+A claim test judges through checks (``claim.statement`` / ``premise`` / ``power`` /
+``consistency`` / ``printed``, or the recorder's ``check``), each of one kind:
 
 - ``statement``   - the claim's scientific statement; thresholds fixed in the docstring;
 - ``number``      - a number the paper prints, reproduced at its printed precision
@@ -227,7 +228,7 @@ def verdict_of(checks: list[Check]) -> tuple[Verdict, str]:
     weak = [c for c in checks if c.kind == "power" and c.outcome != "pass"]
     statements = [c for c in checks if c.kind == "statement"]
     if not statements:
-        return "error", "claim test made no statement check (claim_record.check(kind='statement'))"
+        return "error", "claim test made no statement check (claim.statement(...))"
     failed = [c for c in statements if c.outcome == "fail"]
     if weak:
         return "inconclusive", "too little power: " + "; ".join(describe(c) for c in weak)

@@ -60,7 +60,7 @@ def phase_verdict(
         if report.failed:
             reason = (
                 "a bare assert failed in a claim test that judges through checks: "
-                f"{_short_error(call)}; make it a claim_record.check(...)"
+                f"{_short_error(call)}; make it a check (claim.statement(...), claim.premise(...))"
             )
             return "error", reason
         verdict, reason = verdict_of(recorder.checks)
@@ -70,8 +70,8 @@ def phase_verdict(
         return verdict, reason
     reason = (
         "claim test judged nothing: a claim test judges through checks - "
-        "claim_record.check(name, value, comparison, threshold, kind='statement', ...) - "
-        "never a bare assert"
+        "claim.statement(name, value, comparison, threshold) and the other claim.<kind> "
+        "methods - never a bare assert"
     )
     if report.failed:
         reason += f" (a bare assert failed: {_short_error(call)})"
