@@ -122,6 +122,8 @@ def _side_of_median(evidence, claim, rotational: bool) -> None:
         percentile(table, "D_head").loc[top_k_heads(table, "prev", k).index].to_numpy(),
         kind="strip",
         ylabel="within-model D_head percentile",
+        group=evidence.ref.family,
+        hlines=((claim.threshold("side"), "side: the model's own median"),),
     )
     _premises(evidence, table, claim, ending=False)
     name = f"median D_head percentile of the top-{k} prev heads"

@@ -30,8 +30,13 @@ def collect_figures(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                     "series": defaultdict(lambda: ([], [])),
                     "paper": set(),
                     "claims": set(),
+                    "groups": {},
+                    "hlines": set(),
                 },
             )
+            if point.get("group"):
+                fig["groups"][point["series"]] = point["group"]
+            fig["hlines"] |= {(float(y), str(label)) for y, label in point.get("hlines", [])}
             xs, ys = fig["series"][point["series"]]
             xs.extend(point["x"])
             ys.extend(point["y"])
@@ -73,21 +78,34 @@ def figure_png(title: str, spec: dict[str, Any]) -> str:
                 if str(x) not in categories:
                     categories.append(str(x))
     measured = [n for n in names if n not in paper]
+    groups: dict[str, str] = spec.get("groups", {})
+    group_names = sorted(set(groups.values()))
+    within: dict[str, int] = defaultdict(int)  # a series' marker: its rank in its group
     for i, name in enumerate(names):
         xs, ys = spec["series"][name]
         ys_f = [_number(y) for y in ys]
         reference = name in paper
         first_reference = reference and name == min(paper)
+        group = groups.get(name)
+        rank = within[group] if group else i
+        if group:
+            within[group] += 1
         style: dict[str, Any] = {
-            "marker": "D" if reference else MARKERS[i % len(MARKERS)],
-            # the paper's values share one legend entry: they are told apart by position
+            "marker": "D" if reference else MARKERS[rank % len(MARKERS)],
+            # the paper's values share one legend entry: they are told apart by position;
+            # grouped series are named by their group (proxy entries below)
             "label": "the paper's printed value"
             if first_reference
             else None
-            if reference
+            if reference or group
             else name,
         }
-        colour = "black" if reference else colours[i % len(colours)]
+        if reference:
+            colour: Any = "black"
+        elif group:
+            colour = colours[group_names.index(group) % len(colours)]
+        else:
+            colour = colours[i % len(colours)]
         if spec["kind"] == "strip":
             offset = 0.0 if reference else (i - (len(measured) - 1) / 2) * 0.06
             pos = [categories.index(str(x)) + offset for x in xs]
@@ -107,13 +125,17 @@ def figure_png(title: str, spec: dict[str, Any]) -> str:
                 )
             else:
                 ax.scatter(xs_f, ys_f, s=16, alpha=0.7, color=colour, **style)
+    for y, label in sorted(spec.get("hlines", set())):
+        ax.axhline(y, color="grey", linestyle="--", linewidth=1, label=label)
+    for group in group_names:  # one legend entry per group, in its colour
+        ax.scatter([], [], color=colours[group_names.index(group) % len(colours)], label=group)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(spec["xlabel"])
     ax.set_ylabel(spec["ylabel"])
     ax.set_xscale(spec.get("xscale", "linear"))  # before the ticks: a new scale resets them
     if categories:
         ax.set_xticks(range(len(categories)), categories, rotation=20)
-    if len(names) > 1 or paper:
+    if len(names) > 1 or paper or spec.get("hlines"):
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     buf = io.BytesIO()

@@ -110,6 +110,8 @@ class ClaimRecorder:
         ylabel: str = "",
         xscale: str = "linear",
         paper: bool = False,
+        group: str = "",
+        hlines: tuple[tuple[float, str], ...] = (),
     ) -> None:
         """Add points to a report figure; tests naming the same figure share its axes.
 
@@ -117,6 +119,9 @@ class ClaimRecorder:
         (x is a category label, y the values); ``xscale``: ``linear`` or ``log``.
         ``paper=True`` marks the series as the paper's printed values: drawn in black, hollow,
         over the measured series, so a figure that mirrors one of the paper's shows both.
+        ``group``: series of one group share a colour (a positional scheme, say) and are told
+        apart by marker, and the legend names the groups, not every series. ``hlines``:
+        ``(y, label)`` lines across the figure - the claim's thresholds.
         """
         if kind not in ("scatter", "line", "strip"):
             raise ValueError(f"plot kind must be scatter, line or strip; got {kind!r}")
@@ -142,6 +147,8 @@ class ClaimRecorder:
                 "ylabel": ylabel,
                 "xscale": xscale,
                 "paper": bool(paper),
+                "group": group,
+                "hlines": [[float(y), str(label)] for y, label in hlines],
             }
         )
 
