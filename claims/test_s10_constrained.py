@@ -174,7 +174,13 @@ def test_formation_costs(evidence_set, claim):
             )
             claim.record.check(f"{arm}: sd formation step", sd, "==", printed_sd, kind="number")
         claim.plot(
-            "formation step by arm", "runs", arm, steps, kind="strip", ylabel="formation step"
+            "formation step by arm",
+            f"{arm} runs",
+            arm,
+            steps,
+            kind="strip",
+            ylabel="formation step",
+            group=arm.split("-")[0],  # the arm's positional scheme: ape or rope
         )
         claim.plot(
             "formation step by arm", "mean", arm, int(printed_mean), kind="strip", paper=True

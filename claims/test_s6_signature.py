@@ -429,6 +429,7 @@ def test_partial_association(evidence, claim):
         rho,
         kind="strip",
         ylabel="partial rho",
+        hlines=((0.0, "no association"),),
     )
     claim.measure("95% layer-clustered CI", [lo, hi], paper=PARTIAL_CI_PAPER.get(name))
     # the printed partial by the evidence's name (weights of a paper model too); elsewhere a

@@ -123,13 +123,24 @@ def _plot_history(claim, evidence, history) -> None:
     name = evidence.ref.evidence_id
     steps = history["step"].to_numpy(dtype=float)
     x = np.where(steps > 0, steps, 0.5)  # step 0 shown at 0.5 on the log axis
+    t0, t1 = _window(history, claim.threshold("formed"))
+    window = ((t0, t1, "formation window [t0, t1]"),) if np.isfinite(t1) else ()
     columns = [("prev_beh", "natural history: prev head behaviour")]
     if _is_rope(evidence):
         columns.append(("rif_pct", "natural history: prev head rope_imag_frac percentile"))
     columns.append(("pop_med_D", "natural history: population median D_head"))
     for column, title in columns:
+        formed = (claim.threshold("formed"), "formed: behaviour 0.5")
         claim.plot(
-            title, name, x, history[column].to_numpy(), kind="line", xlabel="step", xscale="log"
+            title,
+            name,
+            x,
+            history[column].to_numpy(),
+            kind="line",
+            xlabel="step",
+            xscale="log",
+            spans=window,
+            hlines=(formed,) if column == "prev_beh" else (),
         )
 
 
@@ -157,7 +168,10 @@ def test_born_at_the_null(evidence, claim):
     step 0).
 
     Power: the band carries the sampling spread of the population's median; no further
-    check."""
+    check.
+
+    Figures (§9's natural history): the formation window [t0, t1] is shaded and the formed bar,
+    behaviour 0.5 (S9b's "formed"), drawn - they show, and do not judge."""
     history = evidence.history()
     _plot_history(claim, evidence, history)
     first = history.iloc[0]

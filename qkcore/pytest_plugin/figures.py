@@ -32,11 +32,13 @@ def collect_figures(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                     "claims": set(),
                     "groups": {},
                     "hlines": set(),
+                    "spans": set(),
                 },
             )
             if point.get("group"):
                 fig["groups"][point["series"]] = point["group"]
             fig["hlines"] |= {(float(y), str(label)) for y, label in point.get("hlines", [])}
+            fig["spans"] |= {(float(a), float(b), str(t)) for a, b, t in point.get("spans", [])}
             xs, ys = fig["series"][point["series"]]
             xs.extend(point["x"])
             ys.extend(point["y"])
@@ -127,6 +129,11 @@ def figure_png(title: str, spec: dict[str, Any]) -> str:
                 ax.scatter(xs_f, ys_f, s=16, alpha=0.7, color=colour, **style)
     for y, label in sorted(spec.get("hlines", set())):
         ax.axhline(y, color="grey", linestyle="--", linewidth=1, label=label)
+    shaded: set[str] = set()
+    for x0, x1, label in sorted(spec.get("spans", set())):
+        if x1 > x0:  # one legend entry per label, however many runs shade it
+            ax.axvspan(x0, x1, color="grey", alpha=0.12, label=None if label in shaded else label)
+            shaded.add(label)
     for group in group_names:  # one legend entry per group, in its colour
         ax.scatter([], [], color=colours[group_names.index(group) % len(colours)], label=group)
     ax.set_title(title, fontsize=10)
@@ -135,7 +142,7 @@ def figure_png(title: str, spec: dict[str, Any]) -> str:
     ax.set_xscale(spec.get("xscale", "linear"))  # before the ticks: a new scale resets them
     if categories:
         ax.set_xticks(range(len(categories)), categories, rotation=20)
-    if len(names) > 1 or paper or spec.get("hlines"):
+    if len(names) > 1 or paper or spec.get("hlines") or spec.get("spans"):
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     buf = io.BytesIO()

@@ -112,6 +112,7 @@ class ClaimRecorder:
         paper: bool = False,
         group: str = "",
         hlines: tuple[tuple[float, str], ...] = (),
+        spans: tuple[tuple[float, float, str], ...] = (),
     ) -> None:
         """Add points to a report figure; tests naming the same figure share its axes.
 
@@ -121,7 +122,8 @@ class ClaimRecorder:
         over the measured series, so a figure that mirrors one of the paper's shows both.
         ``group``: series of one group share a colour (a positional scheme, say) and are told
         apart by marker, and the legend names the groups, not every series. ``hlines``:
-        ``(y, label)`` lines across the figure - the claim's thresholds.
+        ``(y, label)`` lines across the figure - the claim's thresholds. ``spans``:
+        ``(x0, x1, label)`` shaded x ranges (a formation window).
         """
         if kind not in ("scatter", "line", "strip"):
             raise ValueError(f"plot kind must be scatter, line or strip; got {kind!r}")
@@ -149,6 +151,7 @@ class ClaimRecorder:
                 "paper": bool(paper),
                 "group": group,
                 "hlines": [[float(y), str(label)] for y, label in hlines],
+                "spans": [[float(a), float(b), str(label)] for a, b, label in spans],
             }
         )
 

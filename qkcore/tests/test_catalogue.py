@@ -62,13 +62,19 @@ def test_every_claim_test_names_a_catalogue_entry_and_every_entry_is_tested():
         assert not unknown, f"[{entry.id}.tests] names no test function: {sorted(unknown)}"
 
 
+def _quotes(docstring: str, number: str) -> bool:
+    """Whether the docstring writes this number as a number of its own ("0.5", not the start
+    of "0.500" or the end of "10.5")."""
+    return re.search(rf"(?<![\d.]){re.escape(number)}(?!\d)", docstring) is not None
+
+
 def _unquoted(docstring: str, thresholds: dict[str, Any]) -> list[str]:
     missing = []
     for name, value in thresholds.items():
         for one in value if isinstance(value, list | tuple) else [value]:
             if isinstance(one, bool) or not isinstance(one, int | float):
                 continue
-            if not any(form in docstring for form in _written(name, one)):
+            if not any(_quotes(docstring, form) for form in _written(name, one)):
                 missing.append(f"{name} = {one}")
     return missing
 
