@@ -37,6 +37,7 @@ from __future__ import annotations
 from functools import cache, partial
 from itertools import combinations
 from math import comb
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pytest
@@ -51,6 +52,9 @@ from qkcore.stats.population import (
     top_k_percentile,
 )
 from qkcore.stats.population import within_model_percentile as percentile
+
+if TYPE_CHECKING:
+    from qkcore.evidence.paper_data import PaperData
 
 ROPE = ("rope", "rope-partial")
 NON_ROPE = ("ape", "alibi")
@@ -460,11 +464,11 @@ def test_partial_association(evidence, claim):
         True,
         note=f"scheme {scheme}, evidence {evidence.ref.kind}",
     )
-    assert data is not None  # the premise above ends the test otherwise
+    published = cast("PaperData", data)  # not None: the premise above ends the test otherwise
     cis = {}
-    for model in data.models:
-        if data.scheme(model) == "ape":
-            _, m_lo, m_hi, _ = _published_partial(data, model)
+    for model in published.models:
+        if published.scheme(model) == "ape":
+            _, m_lo, m_hi, _ = _published_partial(published, model)
             cis[model] = (m_lo, m_hi)
     claim.measure(
         "95% CIs of the published learned-absolute models",

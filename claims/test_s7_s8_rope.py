@@ -244,7 +244,7 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim):
     claim.printed("share still, high end of 92-99%", share_still, comparison="<=")
     if evidence.ref.kind != "paper":
         return
-    assert ce_before is not None and ce_after is not None  # paper is not None here
+    _, ce_before, ce_after = paper  # the printed row (paper is not None past the return)
     printed = float(ce_after) - float(ce_before)
     claim.consistency(
         "head with the largest induction effect is the paper's (released table vs text)",

@@ -33,6 +33,8 @@ class Finished:
     latest: Path | None = None
     drift: Drift = field(default_factory=Drift)
     baseline_changes: BaselineChanges | None = None
+    #: the toy regimes judged, each with how it departs from the paper (``toy_regimes``)
+    regimes: dict[str, str] = field(default_factory=dict)
 
 
 def finish_session(session: pytest.Session, state: SessionState) -> Finished:
@@ -45,9 +47,8 @@ def finish_session(session: pytest.Session, state: SessionState) -> Finished:
     state_summary = drift.to_json() | {"baseline": state.baseline_label}
     report_dir = run_report_dir(config, state)
     results = list(state.results.values())
-    paths = write_reports(
-        results, report_dir, state_summary, toy_regimes(config, results), registry.columns()
-    )
+    regimes = toy_regimes(config, results)
+    paths = write_reports(results, report_dir, state_summary, regimes, registry.columns())
     other = config.getoption("--claims-compare", None)
     if other:
         paths.append(write_comparison(Path(other), paths[0], report_dir / "comparison.md"))
@@ -57,7 +58,7 @@ def finish_session(session: pytest.Session, state: SessionState) -> Finished:
         changes = write_baseline(state.baseline_path, state.baseline, judged_rows(state))
     elif fails_the_run(state, drift) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    return Finished(paths, latest, drift, changes)
+    return Finished(paths, latest, drift, changes, regimes)
 
 
 def toy_regimes(config: pytest.Config, results: Iterable[ClaimResult]) -> dict[str, str]:

@@ -32,7 +32,7 @@ from qkcore.pytest_plugin.evidence import (
     paper_data,
     register_evidence,
 )
-from qkcore.pytest_plugin.finish import Finished, finish_session, toy_regimes
+from qkcore.pytest_plugin.finish import Finished, finish_session
 from qkcore.pytest_plugin.options import add_claims_options
 from qkcore.pytest_plugin.prepare import PreparePhase
 from qkcore.pytest_plugin.recorder import ClaimRecorder
@@ -137,7 +137,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if state.is_worker or not state.results:
         return
     done = config.stash.get(_finished_key, Finished())
-    regimes = toy_regimes(config, state.results.values())
     write_summary(
-        terminalreporter, state, regimes, done.paths, done.latest, done.drift, done.baseline_changes
+        terminalreporter,
+        state,
+        done.regimes,
+        done.paths,
+        done.latest,
+        done.drift,
+        done.baseline_changes,
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,11 +40,13 @@ def _claim_tests() -> Iterator[tuple[str, Any, ClaimEntry]]:
 CLAIM_TESTS = list(_claim_tests())
 
 
+CATALOGUE_TEXT = CATALOGUE.read_text(encoding="utf-8")
+
+
 def _written(name: str, value: float) -> set[str]:
     """How a threshold's value may be written: as in the TOML file, or as Python prints it."""
-    text = CATALOGUE.read_text(encoding="utf-8")
-    tokens = re.findall(rf"\b{re.escape(name)}\s*=\s*([-+0-9.eE_]+)", text)
-    found = {t for t in tokens if math.isclose(float(t), float(value), rel_tol=0, abs_tol=0)}
+    tokens = re.findall(rf"\b{re.escape(name)}\s*=\s*([-+0-9.eE_]+)", CATALOGUE_TEXT)
+    found = {t for t in tokens if float(t) == float(value)}
     return found | {str(value), f"{value:g}"}
 
 

@@ -43,6 +43,7 @@ pytestmark = pytest.mark.skipif(bool(_missing()), reason=_missing() or "-")
 def _rows() -> list[ClaimResult]:
     paper = EvidenceRef("paper", "gpt2", "ape")
     toy = EvidenceRef("toy", "rope", "rope", regime="cpu", population=8)
+    seeds = [EvidenceRef("toy", "rope", "rope", regime="cpu", seed=s) for s in range(8)]
     figure = {
         "figure": "D_head percentile by scheme",
         "series": "gpt2",
@@ -81,16 +82,18 @@ def _rows() -> list[ClaimResult]:
         ),
         *(
             ClaimResult(
-                nodeid=f"claims/test_s6.py::test_side[toy-cpu:rope-s{seed}]",
+                nodeid=f"claims/test_s6.py::test_side[{seed_ref.evidence_id}]",
                 claim="S6a",
-                evidence=f"toy-cpu:rope-s{seed}",
-                ref=EvidenceRef("toy", "rope", "rope", regime="cpu", seed=seed),
+                evidence=seed_ref.evidence_id,
+                ref=seed_ref,
                 section="6",
-                verdict="supported" if seed == 0 else "refuted",
-                checks=[judge("pct", 0.9 if seed == 0 else 0.1, ">", 0.5, kind="statement")],
-                population="claims/test_s6.py::test_side[toy-cpu:rope-n8]",
+                verdict="supported" if seed_ref.seed == 0 else "refuted",
+                checks=[
+                    judge("pct", 0.9 if seed_ref.seed == 0 else 0.1, ">", 0.5, kind="statement")
+                ],
+                population=f"claims/test_s6.py::test_side[{toy.evidence_id}]",
             )
-            for seed in range(8)
+            for seed_ref in seeds
         ),
     ]
 
