@@ -24,7 +24,7 @@ from typing import Any
 from qkcore.errors import QKError
 from qkcore.evidence.refs import SCHEME_FAMILY, EvidenceRef
 
-__all__ = ["EvidenceKind", "EvidenceRequest", "Offer", "Option", "Tolerance", "set_families"]
+__all__ = ["EvidenceKind", "EvidenceRequest", "Offer", "Option", "Tolerance"]
 
 
 @dataclass(frozen=True)
