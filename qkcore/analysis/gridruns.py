@@ -3,7 +3,11 @@
 A :class:`GridRun` holds what the §10 claims read: the eval trajectory (``steps``,
 ``ce_pred``), the formation step, and the final state (penalty, ce_pred, best prev and
 induction scores, the prev head, per-head ``dir_frac`` / ``rope_imag_frac`` and, for RoPE,
-each head's relative-position kernel at offsets -4..4, as in the released files).
+each head's kernel). The kernels of the two sources are different quantities at different
+offsets: a released run's are the mean pre-softmax scores from each query to the key
+Δ = -8..0 positions back, over the eval batch (:data:`PAPER_KERNEL_OFFSETS`; index 7 is
+Δ = -1, index 8 the query itself), a toy run's are weight-level relative kernels at
+Δ = -4..4 with a mean content vector (:data:`KERNEL_OFFSETS`).
 
 A run that never forms has ``formation = inf``: censored at its step cap, it ranks after every
 run that formed (rank tests stay exact; means become inf and are reported as such).
@@ -28,6 +32,7 @@ from qkcore.stats.formation import formation_step
 __all__ = [
     "KERNEL_OFFSETS",
     "MAIN_LAMBDA",
+    "PAPER_KERNEL_OFFSETS",
     "GridRun",
     "censored_formation",
     "paper_grid",
@@ -37,8 +42,16 @@ __all__ = [
 
 #: Penalty weight of each constraint's main cell (paper §10); other lambdas are side runs.
 MAIN_LAMBDA = {"free": 0.0, "sym": 10.0, "imag": 10.0}
-#: Offsets of the released kernels (9 values per head).
+#: Largest |Δ| of a toy run's kernels: weight-level relative kernels at Δ = -4..4 (9 values per
+#: head), computed here. Not the released kernels' offsets (:data:`PAPER_KERNEL_OFFSETS`).
 KERNEL_OFFSETS = 4
+#: Offsets Δ (key position minus query position) of the released kernels, in their stored order
+#: (9 values per head; index 7 is Δ = -1). Source: the upstream pipeline that wrote trainB/,
+#: HengyuLi-Ozaki-lab/qk-spectral-fingerprint src/p10_training_intervention.py, ``evaluate()``:
+#: ``offs = list(range(-8, 1))``, each value the mean of ``hook_attn_scores[q, q + o]`` over the
+#: eval batch and the queries from position 64 on - corpus-averaged causal-side scores, not a
+#: weight-level even/odd kernel.
+PAPER_KERNEL_OFFSETS = tuple(range(-8, 1))
 
 
 @dataclass

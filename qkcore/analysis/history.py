@@ -61,27 +61,59 @@ HISTORY_COLUMNS = (
 
 _SUFFIXED = re.compile(r"^(ind_beh|rif|rif_pct|D|D_pct)_(\d+)$")
 
+#: Where a history column lives in the sibling ``ckpt_summary`` table under another name (the
+#: eventual prev head's own values): read from there when ``ckpt_analysis`` lacks it.
+SUMMARY_SIBLINGS = {"prev_beh": "prev_prev", "D": "prev_D_head", "rif": "prev_rope_imag_frac"}
 
-def paper_history(analysis: pd.DataFrame) -> pd.DataFrame:
-    """A released ``ckpt_analysis`` table in the common form: ``rif_52`` (head 5.2) becomes
-    ``rif``; the head ids go to ``attrs`` (``prev_head``, ``ind_head``)."""
+
+def paper_history(
+    analysis: pd.DataFrame | None, summary: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """A released checkpoint series in the common form: ``rif_52`` (head 5.2) becomes ``rif``;
+    the head ids go to ``attrs`` (``prev_head``, ``ind_head``).
+
+    A series may carry only some columns: what ``ckpt_analysis`` lacks is read from the
+    sibling ``ckpt_summary`` where it lives under another name (:data:`SUMMARY_SIBLINGS`,
+    matched on ``step``); what neither has is named in ``attrs["missing"]`` (claims that read
+    it are then not-applicable), never an error. ``attrs["sources"]`` says which columns came
+    from the sibling table."""
+    tables = [t for t in (analysis, summary) if t is not None]
+    if not tables or any("step" not in t.columns for t in tables):
+        raise QKError(
+            "a checkpoint series needs a ckpt_analysis or ckpt_summary table with a 'step' "
+            "column; got "
+            + ("none" if not tables else "; ".join(", ".join(t.columns) for t in tables))
+        )
     renamed, heads = {}, {}
-    for column in analysis.columns:
+    out = analysis if analysis is not None else pd.DataFrame({"step": tables[0]["step"]})
+    for column in out.columns:
         match = _SUFFIXED.match(column)
         if match:
             renamed[column] = match[1]
             code = match[2]
             role = "ind_head" if match[1] == "ind_beh" else "prev_head"
             heads[role] = f"{code[:-1]}.{code[-1]}"
-    out = analysis.rename(columns=renamed)
-    missing = [c for c in HISTORY_COLUMNS if c not in out.columns]
-    if missing:
-        raise QKError(
-            f"checkpoint analysis table lacks {missing} (after reading head-suffixed columns "
-            "such as rif_52); it has " + ", ".join(analysis.columns) + "."
-        )
-    out = out.sort_values("step").reset_index(drop=True)[list(HISTORY_COLUMNS)]
-    out.attrs = heads
+    out = out.rename(columns=renamed)
+    sources: dict[str, str] = {}
+    if summary is not None:
+        borrowed = {
+            name: sibling
+            for name, sibling in SUMMARY_SIBLINGS.items()
+            if name not in out.columns and sibling in summary.columns
+        }
+        if borrowed:
+            extra = summary[["step", *borrowed.values()]].rename(
+                columns={v: k for k, v in borrowed.items()}
+            )
+            out = out.merge(extra, on="step", how="left")
+            sources = {name: f"ckpt_summary.{sibling}" for name, sibling in borrowed.items()}
+    present = [c for c in HISTORY_COLUMNS if c in out.columns]
+    out = out.sort_values("step").reset_index(drop=True)[present]
+    out.attrs = {
+        **heads,
+        "missing": [c for c in HISTORY_COLUMNS if c not in present],
+        "sources": sources,
+    }
     return out
 
 

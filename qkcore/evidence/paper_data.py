@@ -210,9 +210,13 @@ class PaperData:
         return model in self._tables(kind)
 
     def checkpoint_problem(self, model: str) -> str:
-        """Why ``model``'s checkpoint series cannot be read as a history ("" when it can)."""
+        """Why ``model``'s checkpoint series cannot be read as a history ("" when it can): a
+        table present but unreadable. A series with fewer columns is readable; the claims that
+        need what it lacks say so themselves."""
         try:
-            self.checkpoint_table(model, "ckpt_analysis")
+            for kind in ("ckpt_analysis", "ckpt_summary"):
+                if self.has_table(kind, model):
+                    self.checkpoint_table(kind=kind, model=model)
         except QKError as exc:
             return str(exc)
         return ""

@@ -97,10 +97,17 @@ class PaperEvidence:
         return self.data.head_table(self.ref.model)
 
     def history(self) -> pd.DataFrame:
-        """The released checkpoint series in the common form (:mod:`qkcore.analysis.history`)."""
+        """The released checkpoint series in the common form (:mod:`qkcore.analysis.history`):
+        ``ckpt_analysis``, with what it lacks read from ``ckpt_summary`` where that has it;
+        columns neither has are named in ``attrs["missing"]``."""
         from qkcore.analysis.history import paper_history
 
-        return paper_history(self.data.checkpoint_table(self.ref.model, "ckpt_analysis"))
+        tables = {
+            kind: self.data.checkpoint_table(self.ref.model, kind)
+            for kind in ("ckpt_analysis", "ckpt_summary")
+            if self.data.has_table(kind, self.ref.model)
+        }
+        return paper_history(tables.get("ckpt_analysis"), tables.get("ckpt_summary"))
 
     def build_tasks(self) -> list[BuildTask]:
         return []

@@ -32,7 +32,7 @@ import pytest
 
 from qkcore.evidence.refs import EvidenceRef
 from qkcore.pytest_plugin.catalogue import ClaimEntry, catalogue_for
-from qkcore.pytest_plugin.checks import CheckError, Comparison
+from qkcore.pytest_plugin.checks import CheckError, Comparison, Guards
 from qkcore.pytest_plugin.recorder import ClaimRecorder
 
 __all__ = ["Claim", "Comparison", "PremiseUnmet", "claim"]
@@ -130,13 +130,17 @@ class Claim:
         n: int | None = None,
         paper: Any = None,
         text: bool = False,
+        opposite: bool = False,
         note: str = "",
     ) -> bool:
         """The claim's scientific statement: ``value <comparison> threshold`` (a number, a
         ``(low, high)`` pair for ``in``, or a catalogue threshold's name). ``interval``: the
         value's uncertainty interval - across the threshold, the row is inconclusive.
         ``paper``: the paper's own value of the quantity, shown beside it. ``text=True``: a
-        str threshold is compared as text (a head's name), not looked up by name."""
+        str threshold is compared as text (a head's name), not looked up by name.
+        ``opposite=True``: the statement that the effect is not significantly reversed - its
+        failure refutes a presence claim even where the power to see the claimed effect is
+        missing."""
         return self._check(
             "statement",
             name,
@@ -147,6 +151,7 @@ class Claim:
             n=n,
             paper=paper,
             text=text,
+            opposite=opposite,
             note=note,
         )
 
@@ -195,12 +200,30 @@ class Claim:
         comparison: Comparison,
         threshold: Any,
         *,
+        effect: str,
+        guards: Guards = "both",
         n: int | None = None,
         paper: Any = None,
         note: str = "",
     ) -> bool:
-        """Whether this evidence can decide at all (e.g. power against the stated effect)."""
-        return self._check("power", name, value, comparison, threshold, n=n, paper=paper, note=note)
+        """Whether this evidence can decide: power against ``effect`` - the effect size the
+        claim states or the paper reports, with its source (``"rho = 0.47, Table 1's smallest
+        significant |rho| (tex:238)"``), or the exact pattern whose p the value is
+        (``"exact pattern: perfect separation, p = 1/C(7,3)"``). ``guards``: the verdict a
+        failure withholds - ``"supported"`` for an absence claim, ``"refuted"`` for a
+        presence claim, ``"both"`` (default) for either."""
+        return self._check(
+            "power",
+            name,
+            value,
+            comparison,
+            threshold,
+            n=n,
+            paper=paper,
+            note=note,
+            effect=effect,
+            guards=guards,
+        )
 
     def consistency(
         self,

@@ -11,6 +11,19 @@ One TOML file beside the claim tests (``claims/catalogue.toml``) holds, per clai
     [S6a.printed]                                  # the paper's numbers, as printed
     "median D_head percentile" = { pythia-410m = "0.89", gpt2 = "0.21" }
 
+One reserved table, ``[vocabulary]``, holds the bars more than one claim uses (what
+"symmetric", "a strong head", alpha mean), each with its justifying sentence::
+
+    [vocabulary.symmetric]
+    value = 0.1
+    means = "dir_frac <= 0.1, i.e. ||M_A||^2/||M||^2 <= 0.01"
+    source = "qk_spectral.tex:494"
+
+A claim reads a term by name like its own thresholds (``claim.threshold("symmetric")``); a
+claim that declares a threshold of the same name is an error, so two claims cannot disagree
+on what a shared word means. ``nature = "identity"`` marks a claim that checks a mathematical
+identity on random operators, reported apart from empirical findings.
+
 Tests read it through :func:`~qkcore.pytest_plugin.claim.claim`; the report shows the sentence
 and its source; README's catalogue table is generated from it.
 """
@@ -28,8 +41,11 @@ from qkcore.pytest_plugin.checks import CheckError
 
 __all__ = [
     "CATALOGUE_FILE",
+    "NATURES",
+    "VOCABULARY",
     "Catalogue",
     "ClaimEntry",
+    "Term",
     "catalogue_for",
     "catalogue_table",
     "main",
@@ -37,7 +53,13 @@ __all__ = [
 ]
 
 CATALOGUE_FILE = "catalogue.toml"
+#: the reserved table of shared terms
+VOCABULARY = "vocabulary"
+#: what a claim's "supported" means: an empirical finding, or an identity verified on
+#: random operators (true by construction, reported apart)
+NATURES = ("finding", "identity")
 _FIELDS = {
+    "nature",
     "section",
     "source",
     "sentence",
@@ -50,12 +72,23 @@ _FIELDS = {
 
 
 @dataclass(frozen=True)
+class Term:
+    """A shared bar of the vocabulary: its value, what it means, and the sentence behind it."""
+
+    name: str
+    value: Any
+    means: str
+    source: str
+
+
+@dataclass(frozen=True)
 class ClaimEntry:
     """One claim of the catalogue."""
 
     id: str
     section: str
     statement: str
+    nature: str = "finding"
     source: str = ""
     sentence: str = ""
     restates: str = ""  # press claims: the paper's sentence they restate (file:line)
@@ -64,6 +97,7 @@ class ClaimEntry:
     #: per test function, what differs for it (a claim tested from two sides: F2's scores
     #: rebuilt from factors and from frequency operators)
     tests: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    vocabulary: Mapping[str, Term] = field(default_factory=dict, compare=False, repr=False)
 
     def for_test(self, name: str) -> ClaimEntry:
         """The entry as one test function sees it (its ``tests`` overrides applied)."""
@@ -74,13 +108,18 @@ class ClaimEntry:
         return replace(self, **own, tests={}) if own else self
 
     def threshold(self, name: str) -> Any:
-        """A declared threshold by name; a name not declared is a bug in the claim test."""
-        if name not in self.thresholds:
+        """A declared threshold (or a vocabulary term) by name; a name declared in neither is a
+        bug in the claim test."""
+        if name in self.vocabulary:
+            value = self.vocabulary[name].value
+        elif name in self.thresholds:
+            value = self.thresholds[name]
+        else:
             raise CheckError(
                 f"claim {self.id}: threshold {name!r} is not declared in the catalogue; add it "
-                f"under [{self.id}] thresholds (declared: {sorted(self.thresholds)})"
+                f"under [{self.id}] thresholds (declared: {sorted(self.thresholds)}; shared "
+                f"terms: {sorted(self.vocabulary)})"
             )
-        value = self.thresholds[name]
         return tuple(value) if isinstance(value, list) else value
 
     def printed_value(self, name: str, key: str | None) -> str | None:
@@ -97,6 +136,7 @@ class Catalogue:
 
     path: Path
     entries: Mapping[str, ClaimEntry]
+    vocabulary: Mapping[str, Term] = field(default_factory=dict)
 
     def entry(self, claim_id: str) -> ClaimEntry:
         if claim_id not in self.entries:
@@ -112,6 +152,7 @@ class Catalogue:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise CheckError(f"{path}: cannot read the claims catalogue ({exc})") from None
+        vocabulary = _vocabulary(path, data.pop(VOCABULARY, {}))
         entries = {}
         for claim_id, table in data.items():
             unknown = set(table) - _FIELDS
@@ -121,8 +162,33 @@ class Catalogue:
                     f"{path}: [{claim_id}] has unknown keys {sorted(unknown)} or lacks "
                     f"{sorted(missing)}; the keys are {sorted(_FIELDS)}"
                 )
-            entries[claim_id] = ClaimEntry(id=claim_id, **table)
-        return cls(path, entries)
+            if table.get("nature", "finding") not in NATURES:
+                raise CheckError(f"{path}: [{claim_id}] nature must be one of {NATURES}")
+            own = [dict(table.get("thresholds", {}))]
+            own += [dict(t.get("thresholds", {})) for t in table.get("tests", {}).values()]
+            shadowed = sorted({name for t in own for name in t} & set(vocabulary))
+            if shadowed:
+                raise CheckError(
+                    f"{path}: [{claim_id}] redeclares the shared term(s) {shadowed}; use "
+                    f"[{VOCABULARY}.{shadowed[0]}] (one meaning for every claim) or a new name"
+                )
+            entries[claim_id] = ClaimEntry(id=claim_id, **table, vocabulary=vocabulary)
+        return cls(path, entries, vocabulary)
+
+
+def _vocabulary(path: Path, data: Mapping[str, Any]) -> dict[str, Term]:
+    terms = {}
+    for name, term in data.items():
+        if not isinstance(term, Mapping) or set(term) != {"value", "means", "source"}:
+            raise CheckError(
+                f"{path}: [{VOCABULARY}.{name}] must have exactly value, means and source "
+                "(the sentence that justifies the bar)"
+            )
+        value = term["value"]
+        terms[name] = Term(
+            name, tuple(value) if isinstance(value, list) else value, term["means"], term["source"]
+        )
+    return terms
 
 
 @cache
@@ -180,19 +246,30 @@ def readme_with_table(readme: str, table: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``qk-claims-catalogue [CATALOGUE] [--readme README.md]``: print the catalogue's table,
-    or write it into README's catalogue block."""
+    or write it - and the findings map's table, when ``findings.toml`` sits beside the
+    catalogue (:mod:`~qkcore.pytest_plugin.coverage`) - into README's blocks."""
     import argparse
+
+    from qkcore.pytest_plugin.coverage import (
+        FINDINGS_FILE,
+        findings_table,
+        read_findings,
+        readme_with_findings,
+    )
 
     parser = argparse.ArgumentParser(prog="qk-claims-catalogue", description=main.__doc__)
     parser.add_argument("catalogue", nargs="?", default="claims/catalogue.toml", type=Path)
-    parser.add_argument("--readme", type=Path, default=None, help="write the table into it")
+    parser.add_argument("--readme", type=Path, default=None, help="write the tables into it")
     args = parser.parse_args(argv)
+    findings_path = args.catalogue.parent / FINDINGS_FILE
     try:
         table = catalogue_table(Catalogue.read(args.catalogue))
         if args.readme is None:
             print(table, end="")
             return 0
         text = readme_with_table(args.readme.read_text(encoding="utf-8"), table)
+        if findings_path.is_file():
+            text = readme_with_findings(text, findings_table(read_findings(findings_path)))
     except CheckError as exc:
         parser.error(str(exc))
     args.readme.write_text(text, encoding="utf-8")

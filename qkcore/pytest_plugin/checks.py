@@ -10,14 +10,22 @@ A claim test judges through checks (``claim.statement`` / ``premise`` / ``power`
 - ``consistency`` - the paper against itself (a verbal label against its own number, a printed
   number recomputed from the printed numbers it derives from);
 - ``premise``     - what the evidence must have for the claim to bear on it;
-- ``power``       - whether this n can decide at all (e.g. the smallest attainable p <= alpha).
+- ``power``       - whether this evidence can decide: power against a stated effect size (the
+  claim's, or the paper's own reported effect), or the p of the exact pattern the claim
+  asserts. Every power check names that effect (``effect``); a "smallest attainable p" is
+  not power. ``guards`` says which verdict a failed power check withholds: an absence claim
+  ("no X predicts Y") cannot be *supported* without power, a presence claim cannot be
+  *refuted* without it; a check guarding ``both`` withholds either. A statement marked
+  ``opposite`` tests the reverse of a presence claim (the effect significantly the other
+  way): its failure refutes whatever the power, because it is evidence, not its absence.
 
 The verdict of a row, in this order:
 
 ====================  ==========================================================================
 ``not-applicable``    a premise fails (its measured value is the reason)
-``inconclusive``      a power check fails, or a statement's uncertainty interval contains its
-                      threshold (and no statement fails outright)
+``inconclusive``      a power check fails that guards the verdict the statements imply, or a
+                      statement's uncertainty interval contains its threshold (and no
+                      statement fails outright)
 ``refuted``           a statement check fails
 ``supported``         every statement check passes (at least one is required)
 ====================  ==========================================================================
@@ -42,10 +50,12 @@ from qkcore.stats.printed import as_printed, reproduces
 __all__ = [
     "CHECK_KINDS",
     "COMPARISONS",
+    "GUARDS",
     "Check",
     "CheckError",
     "CheckKind",
     "Comparison",
+    "Guards",
     "Outcome",
     "Verdict",
     "describe",
@@ -54,11 +64,14 @@ __all__ = [
 ]
 
 CheckKind = Literal["statement", "number", "consistency", "premise", "power"]
+#: The verdict a failed power check withholds.
+Guards = Literal["supported", "refuted", "both"]
 Comparison = Literal["<", "<=", ">", ">=", "==", "!=", "in", "not in"]
 Outcome = Literal["pass", "fail", "uncertain"]
 #: A row's verdict: decided (the first four), or no verdict (skipped, error).
 Verdict = Literal["supported", "refuted", "inconclusive", "not-applicable", "skipped", "error"]
 CHECK_KINDS: tuple[CheckKind, ...] = get_args(CheckKind)
+GUARDS: tuple[Guards, ...] = get_args(Guards)
 COMPARISONS: tuple[Comparison, ...] = get_args(Comparison)
 _ORDER = {
     "<": lambda v, t: v < t,
@@ -90,6 +103,11 @@ class Check:
     interval: tuple[float, float] | None = None
     n: int | None = None
     note: str = ""
+    #: power checks: the effect size (or exact pattern) the power is computed against
+    effect: str = ""
+    guards: Guards = "both"
+    #: statements: a failure is the effect significantly reversed (refutes without power)
+    opposite: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,15 +159,27 @@ def judge(
     interval: tuple[float, float] | None = None,
     n: int | None = None,
     note: str = "",
+    effect: str = "",
+    guards: str = "both",
+    opposite: bool = False,
 ) -> Check:
     """Compare and record: the :class:`Check` with its outcome and margin.
 
     ``number`` checks take the printed text as ``threshold`` (``"0.790"``) and compare the
     measurement rounded to its digits. ``interval`` (a statement's uncertainty interval, e.g. a
     bootstrap CI) makes the outcome ``uncertain`` when it reaches across the threshold.
+    A ``power`` check must name its ``effect`` (module docstring) and may narrow ``guards``.
     """
     if kind not in CHECK_KINDS:
         raise CheckError(f"check kind must be one of {CHECK_KINDS}; got {kind!r}")
+    if kind == "power" and not effect.strip():
+        raise CheckError(
+            f"power check {name!r} names no effect: give effect='...' - the effect size it is "
+            "computed against and where it comes from (the claim, or the paper's reported "
+            "effect), or the exact pattern whose p it is"
+        )
+    if guards not in GUARDS:
+        raise CheckError(f"power check {name!r}: guards must be one of {GUARDS}; got {guards!r}")
     if comparison not in COMPARISONS:
         raise CheckError(f"comparison must be one of {COMPARISONS}; got {comparison!r}")
     if comparison in ("in", "not in"):
@@ -196,6 +226,9 @@ def judge(
         interval=(float(interval[0]), float(interval[1])) if interval is not None else None,
         n=n,
         note=note,
+        effect=effect,
+        guards=guards,
+        opposite=opposite,
     )
 
 
@@ -215,6 +248,8 @@ def describe(check: Check) -> str:
         extra.append(f"paper {_fmt(check.paper)}")
     if check.n is not None:
         extra.append(f"n = {check.n}")
+    if check.effect:
+        extra.append(f"against {check.effect}")
     tail = f"; {', '.join(extra)}" if extra else ""
     rule = " at printed precision" if isinstance(check.threshold, str) else ""
     return f"{check.name}: {value} {check.comparison} {threshold}{rule} ({check.kind} {verb}{tail})"
@@ -230,11 +265,16 @@ def verdict_of(checks: list[Check]) -> tuple[Verdict, str]:
     if not statements:
         return "error", "claim test made no statement check (claim.statement(...))"
     failed = [c for c in statements if c.outcome == "fail"]
-    if weak:
-        return "inconclusive", "too little power: " + "; ".join(describe(c) for c in weak)
+    uncertain = [c for c in statements if c.outcome == "uncertain"]
+    implied: Verdict = "refuted" if failed else "inconclusive" if uncertain else "supported"
+    withheld = [c for c in weak if c.guards in ("both", implied)]
+    reversed_ = [c for c in failed if c.opposite]
+    if reversed_:
+        return "refuted", "; ".join(describe(c) for c in reversed_)
+    if withheld and implied != "inconclusive":
+        return "inconclusive", "too little power: " + "; ".join(describe(c) for c in withheld)
     if failed:
         return "refuted", "; ".join(describe(c) for c in failed)
-    uncertain = [c for c in statements if c.outcome == "uncertain"]
     if uncertain:
         return "inconclusive", "; ".join(describe(c) for c in uncertain)
     return "supported", ""

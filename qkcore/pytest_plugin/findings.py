@@ -3,7 +3,10 @@
 Example::
 
     summary(results)[0]   # {"claim": "F1", "statement": "...", "verdicts": {"toy": {...}}}
-    errata(results)       # failed number / consistency checks: the paper's print vs its data
+    errata(results)       # failed number / consistency checks, each with its class:
+                          # "slip" (the paper's print against its own data or itself),
+                          # "press", "companion", or "analogue" (a print an analogue model
+                          # does not reproduce: not an erratum of the paper)
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from qkcore.pytest_plugin.checks import Verdict, describe
 from qkcore.pytest_plugin.result import ClaimResult
 
 __all__ = [
+    "ERRATA_CLASSES",
     "RULES",
     "VERDICT_ORDER",
     "claim_key",
     "counts_text",
     "errata",
+    "erratum_class",
     "first_sentence",
     "fmt",
     "measure_text",
@@ -63,7 +68,8 @@ def sorted_results(results: list[ClaimResult]) -> list[ClaimResult]:
 
 
 def summary(results: list[ClaimResult]) -> list[dict[str, Any]]:
-    """One entry per claim: its statement and verdict counts per evidence kind."""
+    """One entry per claim: its statement, its nature (``finding`` or ``identity``) and verdict
+    counts per evidence kind."""
     by_claim: dict[str, list[ClaimResult]] = defaultdict(list)
     for r in results:
         if not r.is_detail:  # a toy seed counts through its population
@@ -76,8 +82,31 @@ def summary(results: list[ClaimResult]) -> list[dict[str, Any]]:
             counts = Counter(r.verdict or "error" for r in rows if r.evidence_kind == kind)
             verdicts[kind] = {v: counts[v] for v in VERDICT_ORDER if counts[v]}
         statement = next((r.statement for r in rows if r.statement), "")
-        out.append({"claim": claim, "statement": statement, "verdicts": verdicts})
+        nature = "identity" if all(r.nature == "identity" for r in rows) else "finding"
+        out.append({"claim": claim, "statement": statement, "nature": nature, "verdicts": verdicts})
     return out
+
+
+#: What an erratum's class means, in the order the reports list them.
+ERRATA_CLASSES = {
+    "slip": "the paper's print against its own released data, or against itself",
+    "press": "an article's number against the data (a press mismatch, not the paper's)",
+    "companion": "the companion paper's print against the evidence",
+    "analogue": "a print of the paper's models that an offline analogue does not reproduce "
+    "(not an erratum: a different model)",
+}
+
+
+def erratum_class(r: ClaimResult, kind: str) -> str:
+    """An erratum's class (:data:`ERRATA_CLASSES`): whose print, and whether the evidence is
+    the paper's own."""
+    if r.section == "press":
+        return "press"
+    if r.section == "companion":
+        return "companion"
+    if kind == "consistency" or r.evidence_kind in ("paper", "simulation"):
+        return "slip"
+    return "analogue"
 
 
 #: The order errata are listed in: the paper's print against its own released data first.
@@ -87,20 +116,30 @@ _SOURCE_ORDER = {"paper": 0, "weights": 1, "toy": 2}
 def errata(results: list[ClaimResult]) -> list[dict[str, Any]]:
     """Every failed ``number`` or ``consistency`` check: where the printed text disagrees.
 
-    ``source`` says whose print it is: ``paper`` (the paper's), or ``press`` (an article's
-    number, a claim of section "press"). The paper's own rows come first, on its released
-    data before recomputed weights and toys."""
+    ``source`` says whose print it is: ``paper`` (the paper's), ``press`` (an article's
+    number, a claim of section "press") or ``companion``; ``class`` says what the mismatch is
+    (:func:`erratum_class`). The paper's own rows come first, on its released data before
+    recomputed weights and toys; a seed's row counts through its population."""
     out = []
     ordered = sorted(
-        results, key=lambda r: (r.section == "press", _SOURCE_ORDER.get(r.evidence_kind, 3))
+        results,
+        key=lambda r: (
+            r.section in ("press", "companion"),
+            _SOURCE_ORDER.get(r.evidence_kind, 3),
+            claim_key(r.claim),
+        ),
     )
     for r in ordered:
         for c in r.checks:
             if c.kind in RULES and c.outcome != "pass":
+                source = r.section if r.section in ("press", "companion") else "paper"
                 out.append(
                     {
                         "claim": r.claim,
-                        "source": "press" if r.section == "press" else "paper",
+                        "source": source,
+                        "class": erratum_class(r, c.kind),
+                        "sentence": r.sentence,
+                        "where": r.source,
                         "evidence": r.evidence,
                         "nodeid": r.nodeid,
                         "check": c.name,
@@ -108,7 +147,9 @@ def errata(results: list[ClaimResult]) -> list[dict[str, Any]]:
                         "printed": c.paper if c.paper is not None else c.threshold,
                         "measured": c.value,
                         "comparison": c.comparison,
+                        "threshold": c.threshold,
                         "rule": RULES[c.kind],
+                        "note": c.note,
                     }
                 )
     return out

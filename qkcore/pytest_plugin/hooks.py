@@ -90,6 +90,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     generate_evidence(metafunc)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A claim's ID selects its tests: ``pytest claims -k s6a`` (-k matches case-insensitively)."""
+    marker = item.get_closest_marker("claim")
+    if marker is not None and marker.args:
+        item.extra_keyword_matches.add(str(marker.args[0]))
+
+
 @pytest.fixture
 def claim_record(request: pytest.FixtureRequest) -> ClaimRecorder:
     """Recorder of a claim test's measurements; the report is built only from these."""

@@ -73,6 +73,9 @@ class ClaimRecorder:
         interval: tuple[float, float] | None = None,
         n: int | None = None,
         note: str = "",
+        effect: str = "",
+        guards: str = "both",
+        opposite: bool = False,
     ) -> bool:
         """Judge ``value <comparison> threshold`` as a check of ``kind`` and record it; returns
         whether it passed. Never raises on a failed check: the verdict comes from all checks."""
@@ -87,6 +90,9 @@ class ClaimRecorder:
             interval=plain(interval),
             n=n,
             note=note,
+            effect=effect,
+            guards=guards,
+            opposite=opposite,
         )
         # stored as JSON travels: NaN and infinities as text
         result.value, result.threshold = jsonable(result.value), jsonable(result.threshold)

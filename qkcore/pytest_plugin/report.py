@@ -1,29 +1,33 @@
-"""The claims report: claims.json (schema ``qk-claims/2``), claims.md and claims.html.
+"""The claims report: claims.json (schema ``qk-claims/2``), claims.md, claims.html, errata.md.
 
 Everything comes from what claim tests recorded (:class:`~qkcore.pytest_plugin.result.
 ClaimResult`): verdicts, checks, measurements, notes, figure points. Files are written
 atomically. claims.md answers first "which claims hold on the paper's data, on recomputed
 weights, on toys" (one line per claim), then lists the errata and the rows that are not
 supported, failing checks first; it stays under :data:`MD_LIMIT` characters (a pull-request
-comment holds 65,536). claims.html and claims.json carry everything.
+comment holds 65,536). claims.html and claims.json carry everything. errata.md lists the
+paper's own slips, fit to send to its authors (:mod:`~qkcore.pytest_plugin.report_errata`).
 
 ``claims.json``::
 
     {"schema": "qk-claims/2", "created": ISO time, "environment": {...},
      "baseline": {"baseline": path, "drift": [{"nodeid", "baseline", "now"}], "new": [...]},
      "summary": [{"claim", "statement", "verdicts": {evidence kind: {verdict: count}}}],
-     "errata": [{"claim", "evidence", "nodeid", "check", "kind", "printed", "measured",
-                 "comparison", "rule"}],
+     "errata": [{"claim", "source", "class", "sentence", "where", "evidence", "nodeid",
+                 "check", "kind", "printed", "measured", "comparison", "rule", "note"}],
      "results": [{"nodeid", "claim", "section", "statement", "evidence", "evidence_kind",
-                  "verdict", "reason", "margin", "duration_s",
+                  "verdict", "reason", "margin", "duration_s", "nature",
                   "checks": [{"name", "kind", "value", "comparison", "threshold", "paper",
-                              "outcome", "margin", "interval", "n", "note"}],
+                              "outcome", "margin", "interval", "n", "note", "effect",
+                              "guards", "opposite"}],
                   "measurements": [{"name", "value", "paper", "comparison", "n", "unit"}],
                   "notes": [...]}]}
 
 From schema 1: ``checks``, ``margin``, ``evidence_kind`` per result and the top-level
 ``summary`` and ``errata`` are new; verdicts may also be ``inconclusive`` and
-``not-applicable``. Readers must ignore keys they do not know.
+``not-applicable``. Later additions within schema 2: ``nature`` per result and summary entry,
+``class``/``sentence``/``where``/``note`` per erratum, ``effect``/``guards``/``opposite`` per
+check. Readers must ignore keys they do not know.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any
 
 from qkcore.pytest_plugin.findings import errata, sorted_results, summary
 from qkcore.pytest_plugin.kinds import builtin_registry
+from qkcore.pytest_plugin.report_errata import render_errata
 from qkcore.pytest_plugin.report_html import render_html
 from qkcore.pytest_plugin.report_md import render_markdown
 from qkcore.pytest_plugin.result import ClaimResult
@@ -86,7 +91,8 @@ def write_reports(
     toy_regimes: dict[str, str] | None = None,
     columns: list[tuple[str, str]] | None = None,
 ) -> list[Path]:
-    """Write claims.json, claims.md and claims.html into ``out_dir``; returns their paths.
+    """Write claims.json, claims.md, claims.html and errata.md into ``out_dir``; returns their
+    paths.
 
     ``toy_regimes`` maps the evidence prefix of the toys judged (``toy-cpu``) to the line that
     says how their regime departs from the paper's protocol; every report shows it.
@@ -116,13 +122,14 @@ def write_reports(
             for r in rows
         ],
     }
-    json_path, md_path, html_path = (
-        out_dir / n for n in ("claims.json", "claims.md", "claims.html")
+    json_path, md_path, html_path, errata_path = (
+        out_dir / n for n in ("claims.json", "claims.md", "claims.html", "errata.md")
     )
     _atomic_write(json_path, json.dumps(payload, indent=1) + "\n")
     _atomic_write(md_path, render_markdown(rows, baseline, created, regimes, columns))
     _atomic_write(html_path, render_html(rows, baseline, created, found, regimes, columns))
-    return [json_path, md_path, html_path]
+    _atomic_write(errata_path, render_errata(found, created))
+    return [json_path, md_path, html_path, errata_path]
 
 
 def run_report_dir(config: Any, state: Any) -> Path:

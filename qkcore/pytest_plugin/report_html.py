@@ -141,26 +141,41 @@ def render_html(
             for m in baseline["numbers"]
         ]
         parts.append("</table>")
-    parts.append(
-        "<h2>Which claims hold</h2><table><tr><th>claim</th><th>statement</th>"
-        + "".join(f"<th>{esc(label)}</th>" for _, label in columns)
-        + "</tr>"
-    )
-    for entry in summary(results):
-        cells = "".join(
-            f"<td>{esc(counts_text(entry['verdicts'].get(kind, {})) or '-')}</td>"
-            for kind, _ in columns
-        )
-        parts.append(
-            f"<tr><td><a href='#{esc(entry['claim'])}'>{esc(entry['claim'])}</a></td>"
-            f"<td>{esc(entry['statement'])}</td>{cells}</tr>"
-        )
-    parts.append("</table>")
-    for source, title in (
-        ("paper", "Errata: the paper's printed numbers against the data"),
-        ("press", "Press numbers against the data"),
+    entries = summary(results)
+    for nature, title in (
+        ("finding", "Which claims hold"),
+        (
+            "identity",
+            "Identities verified on random operators (true by construction: they check the "
+            "library and the paper's algebra, not its empirical findings)",
+        ),
     ):
-        listed = [e for e in errata if e.get("source", "paper") == source]
+        parts.append(
+            f"<h2 id='summary-{nature}'>{esc(title)}</h2><table><tr><th>claim</th>"
+            "<th>statement</th>"
+            + "".join(f"<th>{esc(label)}</th>" for _, label in columns)
+            + "</tr>"
+        )
+        for entry in (e for e in entries if e.get("nature", "finding") == nature):
+            cells = "".join(
+                f"<td>{esc(counts_text(entry['verdicts'].get(kind, {})) or '-')}</td>"
+                for kind, _ in columns
+            )
+            parts.append(
+                f"<tr><td><a href='#{esc(entry['claim'])}'>{esc(entry['claim'])}</a></td>"
+                f"<td>{esc(entry['statement'])}</td>{cells}</tr>"
+            )
+        parts.append("</table>")
+    for source, classes, title in (
+        ("paper", ("slip",), "Errata: the paper's own slips (also in errata.md)"),
+        ("press", ("press", "companion"), "Press and companion numbers against the data"),
+        (
+            "analogue",
+            ("analogue",),
+            "Not errata: the paper's prints on offline analogue models",
+        ),
+    ):
+        listed = [e for e in errata if e.get("class", "slip") in classes]
         parts.append(f"<h2 id='errata-{source}'>{esc(title)}</h2>")
         if not listed:
             parts.append("<p>None.</p>")

@@ -1,8 +1,9 @@
 """claims.md: summary first, fit for a pull-request comment (under :data:`MD_LIMIT` characters).
 
-One line per claim (its verdicts on the paper's data, recomputed weights and toys), the errata,
-then every row that is not supported with its failing checks first, then skipped evidence
-collapsed to one line per reason.
+One line per claim (its verdicts on the paper's data, recomputed weights and toys) - empirical
+findings first, identities verified on random operators apart -, the errata (the paper's own
+slips; press numbers apart), then every row that is not supported with its failing checks
+first, then skipped evidence collapsed to one line per reason.
 """
 
 from __future__ import annotations
@@ -57,26 +58,35 @@ def render_markdown(
     moved = drift_markdown(baseline, baseline.get("baseline", "the baseline"))
     if moved:
         head += ["## What moved against the baseline", "", *moved]
-    head += [
-        "## Which claims hold",
-        "",
-        "| claim | statement | " + " | ".join(label for _, label in columns) + " |",
-        "|---|---|" + "---|" * len(columns),
-    ]
-    for entry in summary(results):
-        cells = [counts_text(entry["verdicts"].get(kind, {})) or "-" for kind, _ in columns]
-        head.append(
-            f"| {entry['claim']} | {_cell(first_sentence(entry['statement']))} | "
-            + " | ".join(cells)
-            + " |"
-        )
-    head.append("")
-    found = errata(results)
-    for source, title in (
-        ("paper", "## Errata: the paper's printed numbers against the data"),
-        ("press", "## Press numbers against the data"),
+    entries = summary(results)
+    for nature, title in (
+        ("finding", "## Which claims hold"),
+        (
+            "identity",
+            "## Identities verified on random operators (true by construction: they check the "
+            "library and the paper's algebra, not its empirical findings)",
+        ),
     ):
-        listed = [e for e in found if e["source"] == source]
+        head += [
+            title,
+            "",
+            "| claim | statement | " + " | ".join(label for _, label in columns) + " |",
+            "|---|---|" + "---|" * len(columns),
+        ]
+        for entry in (e for e in entries if e["nature"] == nature):
+            cells = [counts_text(entry["verdicts"].get(kind, {})) or "-" for kind, _ in columns]
+            head.append(
+                f"| {entry['claim']} | {_cell(first_sentence(entry['statement']))} | "
+                + " | ".join(cells)
+                + " |"
+            )
+        head.append("")
+    found = errata(results)
+    for classes, title in (
+        (("slip",), "## Errata: the paper's own slips (detail in errata.md)"),
+        (("press", "companion"), "## Press and companion numbers against the data"),
+    ):
+        listed = [e for e in found if e["class"] in classes]
         head += [title, ""]
         if not listed:
             head += ["None.", ""]
@@ -91,6 +101,13 @@ def render_markdown(
             for e in listed
         ]
         head.append("")
+    analogue = [e for e in found if e["class"] == "analogue"]
+    if analogue:
+        head += [
+            f"Not errata: {len(analogue)} print(s) of the paper's models that offline analogue "
+            "models do not reproduce (listed in errata.md).",
+            "",
+        ]
     if found:
         head += [f"Rules: number - {RULES['number']}; consistency - {RULES['consistency']}.", ""]
 

@@ -40,6 +40,8 @@ class ClaimResult:
     source: str = ""
     #: the sentence itself, as the catalogue quotes it
     sentence: str = ""
+    #: ``finding`` (empirical) or ``identity`` (verified on random operators), from the catalogue
+    nature: str = "finding"
     verdict: Verdict | None = None
     reason: str = ""
     duration_s: float = 0.0

@@ -59,6 +59,7 @@ def record_phase(
         statement=marker.kwargs.get("statement", ""),
         source=getattr(marker.kwargs.get("entry"), "source", ""),
         sentence=getattr(marker.kwargs.get("entry"), "sentence", ""),
+        nature=getattr(marker.kwargs.get("entry"), "nature", "finding"),
         verdict=verdict,
         reason=reason,
         duration_s=float(getattr(report, "duration", 0.0)),

@@ -131,7 +131,7 @@ def write_summary(
             )
     where = paths[0].parent if paths else None
     if where is not None:
-        tr.write_line(f"report: {where}/claims.md (and claims.html, claims.json)")
+        tr.write_line(f"report: {where}/claims.md (and claims.html, claims.json, errata.md)")
     if any(p.name == "comparison.md" for p in paths):
         tr.write_line(f"comparison: {where}/comparison.md")
     if latest is not None:

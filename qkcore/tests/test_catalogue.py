@@ -122,3 +122,104 @@ def test_every_source_line_exists_in_the_paper_or_its_seeds():
             assert path is not None, f"{entry.id}: {file} is in neither paper-source/ nor shared/"
             lines = path.read_text(encoding="utf-8").count("\n") + 1
             assert 1 <= int(line) <= lines, f"{entry.id}: {where} is past the end ({lines})"
+
+
+def _calls(method: str) -> Iterator[tuple[str, Any]]:
+    """``(file:line, call)`` of every ``claim.<method>(...)`` / ``.<method>(...)`` in claims/."""
+    import ast
+
+    for path in sorted((REPO / "claims").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == method:
+                    yield f"{path.name}:{node.lineno}", node
+
+
+def test_every_power_check_names_the_effect_it_is_computed_against():
+    """No power check without its effect size (or exact pattern): a "smallest attainable p"
+    says nothing about the claim's effect. Every ``claim.power`` passes a non-empty
+    ``effect=``, and no claim records a power check behind the author's API."""
+    import ast
+
+    powers = list(_calls("power"))
+    assert powers, "no claim.power call found: the scan is broken"
+    for where, call in powers:
+        effect = next((k.value for k in call.keywords if k.arg == "effect"), None)
+        assert effect is not None, f"{where}: claim.power(...) without effect="
+        empty = isinstance(effect, ast.Constant) and not str(effect.value).strip()
+        assert not empty, f"{where}: claim.power(..., effect='') names no effect"
+    for where, call in _calls("check"):
+        kinds = [k.value for k in call.keywords if k.arg == "kind"]
+        raw_power = any(isinstance(k, ast.Constant) and k.value == "power" for k in kinds)
+        assert not raw_power, f"{where}: a power check through claim.record: use claim.power"
+
+
+def test_the_vocabulary_is_one_meaning_per_word_with_its_source():
+    """Every shared bar has a value, a meaning and a sentence behind it that exists; no claim
+    redeclares one (the loader refuses)."""
+    catalogue = Catalogue.read(CATALOGUE)
+    assert {"alpha", "strong", "symmetric", "signature_pct", "effect_rho", "min_power"} <= set(
+        catalogue.vocabulary
+    )
+    for term in catalogue.vocabulary.values():
+        assert term.means.strip() and term.source.strip(), term
+    for entry in catalogue.entries.values():
+        shadowed = set(entry.thresholds) & set(catalogue.vocabulary)
+        assert not shadowed, f"{entry.id} redeclares {shadowed}"
+
+
+def test_a_claim_that_redeclares_a_shared_term_is_refused(tmp_path: Path):
+    from qkcore.pytest_plugin.checks import CheckError
+
+    path = tmp_path / "catalogue.toml"
+    path.write_text(
+        '[vocabulary.symmetric]\nvalue = 0.1\nmeans = "dir_frac <= 0.1"\nsource = "x.tex:1"\n'
+        '[P4]\nsection = "press"\nstatement = "s"\nthresholds = { symmetric = 0.05 }\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(CheckError, match="redeclares the shared term"):
+        Catalogue.read(path)
+
+
+FINDINGS = REPO / "claims" / "findings.toml"
+
+
+def test_every_finding_of_the_paper_is_judged_or_says_why_not():
+    """The findings map, the catalogue and the paper agree: every ID it names exists, every
+    claim on a paper sentence judges some finding, every line range is inside the paper."""
+    from qkcore.pytest_plugin.coverage import findings_problems, read_findings
+
+    tex = SHARED / "paper-source" / "qk_spectral.tex"
+    lines = tex.read_text(encoding="utf-8").count("\n") + 1 if tex.is_file() else None
+    findings = read_findings(FINDINGS)
+    assert len(findings) >= 150  # the second audit's 166 sentences, and more
+    assert findings_problems(findings, Catalogue.read(CATALOGUE), lines) == []
+
+
+def test_readme_shows_the_findings_map_as_it_is():
+    from qkcore.pytest_plugin.coverage import findings_table, read_findings, readme_with_findings
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = findings_table(read_findings(FINDINGS))
+    assert readme_with_findings(readme, table) == readme, (
+        "README's findings table is stale: run qk-claims-catalogue --readme README.md"
+    )
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ('lines = "10"\nclaims = ["S6a"]\nnot_testable = "x"', "either claims"),
+        ('lines = "10"\nclaims = []', "either claims"),
+        ('lines = "ten"\nclaims = ["S6a"]', "lines must be"),
+    ],
+)
+def test_a_malformed_finding_is_one_clear_error(tmp_path: Path, row: str, message: str):
+    from qkcore.pytest_plugin.checks import CheckError
+    from qkcore.pytest_plugin.coverage import read_findings
+
+    path = tmp_path / "findings.toml"
+    path.write_text(f"[[finding]]\n{row}\n", encoding="utf-8")
+    with pytest.raises(CheckError, match=message):
+        read_findings(path)

@@ -44,9 +44,16 @@ def test_paper_history_reads_head_suffixed_columns():
     history = paper_history(analysis)
     assert list(history.columns) == list(HISTORY_COLUMNS)
     assert history["step"].tolist() == [0.0, 1000.0]  # sorted
-    assert history.attrs == {"prev_head": "5.2", "ind_head": "8.6"}
-    with pytest.raises(QKError, match="lacks"):
-        paper_history(analysis.drop(columns=["pop_med_D"]))
+    assert history.attrs == {"prev_head": "5.2", "ind_head": "8.6", "missing": [], "sources": {}}
+    narrow = paper_history(analysis.drop(columns=["pop_med_D", "D_52"]))
+    assert narrow.attrs["missing"] == ["D", "pop_med_D"]  # named, not an error
+    summary = pd.DataFrame({"step": [0.0, 1000.0], "prev_D_head": [0.63, 0.56]})
+    borrowed = paper_history(analysis.drop(columns=["D_52"]), summary)
+    assert borrowed["D"].tolist() == [0.63, 0.56]  # the sibling's value, matched on step
+    assert borrowed.attrs["sources"] == {"D": "ckpt_summary.prev_D_head"}
+    assert paper_history(None, summary).attrs["missing"][0] == "prev_beh"
+    with pytest.raises(QKError, match="step"):
+        paper_history(analysis.drop(columns=["step"]))
 
 
 def test_toy_checkpoints_keep_the_weights_they_were_taken_from(rope_run):

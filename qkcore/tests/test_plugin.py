@@ -252,7 +252,7 @@ def test_premise(claim_record):
 
 @pytest.mark.claim("S6c", section="6", statement="power fails")
 def test_power(claim_record):
-    claim_record.check("smallest attainable p", 0.5, "<=", 0.05, kind="power")
+    claim_record.check("power against rho = 0.47", 0.3, ">=", 0.8, kind="power", effect="rho 0.47")
     claim_record.check("p", 0.5, "<=", 0.05, kind="statement")
 
 
@@ -705,3 +705,52 @@ def test_a_comparison_with_no_report_is_one_usage_error(pytester: pytest.Pyteste
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--claims-compare: cannot read the claims report*nowhere*"])
     assert "Traceback" not in result.stderr.str()
+
+
+def _check(name, outcome_pass, kind, **kw):
+    from qkcore.pytest_plugin.checks import judge
+
+    value = 1.0 if outcome_pass else 0.0
+    return judge(name, value, ">=", 0.5, kind=kind, **kw)
+
+
+@pytest.mark.parametrize(
+    ("guards", "statement_holds", "verdict"),
+    [
+        ("both", True, "inconclusive"),
+        ("both", False, "inconclusive"),
+        ("supported", True, "inconclusive"),  # an absence claim cannot be supported
+        ("supported", False, "refuted"),  # ... but a failed statement refutes it
+        ("refuted", True, "supported"),  # a presence claim that holds needs no power
+        ("refuted", False, "inconclusive"),  # ... but cannot be refuted without it
+    ],
+)
+def test_a_failed_power_check_withholds_only_what_it_guards(guards, statement_holds, verdict):
+    from qkcore.pytest_plugin.checks import verdict_of
+
+    checks = [
+        _check("power", False, "power", effect="rho = 0.47", guards=guards),
+        _check("statement", statement_holds, "statement"),
+    ]
+    assert verdict_of(checks)[0] == verdict
+
+
+def test_a_reversed_effect_refutes_without_power():
+    from qkcore.pytest_plugin.checks import verdict_of
+
+    checks = [
+        _check("power", False, "power", effect="rho = 0.47", guards="refuted"),
+        _check("p of the claimed direction", False, "statement"),
+        _check("reverse p (not significantly opposite)", False, "statement", opposite=True),
+    ]
+    verdict, reason = verdict_of(checks)
+    assert verdict == "refuted" and "reverse p" in reason
+
+
+def test_a_power_check_must_name_its_effect():
+    from qkcore.pytest_plugin.checks import CheckError, judge
+
+    with pytest.raises(CheckError, match="names no effect"):
+        judge("smallest attainable p", 0.01, "<=", 0.05, kind="power")
+    with pytest.raises(CheckError, match="guards"):
+        judge("power", 0.9, ">=", 0.8, kind="power", effect="rho 0.47", guards="never")

@@ -1,0 +1,123 @@
+"""errata.md: the paper's own slips, fit to send to its authors; press mismatches apart.
+
+One file per report folder. It opens with a summary (how many slips, in which claims), then
+each slip of the paper's print - a printed number its own released data do not reproduce, or
+two of its own statements that disagree - with the sentence, its tex line, the printed value,
+the recomputation, the evidence and the command that reproduces it. Press and companion
+mismatches follow in their own lists; prints that an offline analogue model does not
+reproduce are named last as what they are (not errata: a different model).
+
+Example::
+
+    text = render_errata(errata(results), created="2026-12-01T12:00:00+00:00")
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from qkcore.pytest_plugin.findings import ERRATA_CLASSES, claim_key, fmt
+
+__all__ = ["render_errata", "reproduce_command"]
+
+
+def reproduce_command(erratum: dict[str, Any]) -> str:
+    """The command that re-runs the row an erratum comes from (paper rows: with the released
+    tables given, as ``make`` gives them)."""
+    command = f"pytest '{erratum['nodeid']}' -p no:cacheprovider"
+    if str(erratum.get("evidence", "")).startswith("paper:"):
+        command += " --paper-data ../shared/paper-data"
+    return command
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _printed(e: dict[str, Any]) -> str:
+    comparison = e.get("comparison", "==")
+    shown = fmt(e["printed"])
+    return shown if comparison == "==" else f"{comparison} {shown}"
+
+
+def _bar(e: dict[str, Any]) -> str:
+    """What the recomputation is held to: the printed text itself (a number check), or the
+    bar a consistency check compares it with (a label's range, the word's threshold)."""
+    threshold = e.get("threshold")
+    if threshold is None or str(threshold) == str(e["printed"]):
+        return "as printed" if e.get("comparison", "==") == "==" else _printed(e)
+    if isinstance(threshold, list | tuple) and len(threshold) == 2:
+        return f"{e['comparison']} [{fmt(threshold[0])}, {fmt(threshold[1])}]"
+    return f"{e['comparison']} {fmt(threshold)}"
+
+
+def _slip_block(claim: str, slips: list[dict[str, Any]]) -> list[str]:
+    first = slips[0]
+    where = first.get("where") or "-"
+    lines = [f"### {claim} ({where})", ""]
+    if first.get("sentence"):
+        lines += [f"> {_cell(first['sentence'])}", ""]
+    lines += [
+        "| check | printed | held to | recomputed | evidence | kind |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in slips:
+        note = f" ({_cell(e['note'])})" if e.get("note") else ""
+        lines.append(
+            f"| {_cell(e['check'])}{note} | {_cell(fmt(e['printed']))} | {_cell(_bar(e))} | "
+            f"{_cell(fmt(e['measured']))} | {e['evidence'] or '-'} | {e['kind']} |"
+        )
+    commands = dict.fromkeys(reproduce_command(e) for e in slips)
+    lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands), ""]
+    return lines
+
+
+def render_errata(found: list[dict[str, Any]], created: str) -> str:
+    """errata.md for the errata of one run (:func:`~qkcore.pytest_plugin.findings.errata`)."""
+    by_class: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in found:
+        by_class[e.get("class", "slip")].append(e)
+    slips = by_class["slip"]
+    claims = sorted({e["claim"] for e in slips}, key=claim_key)
+    out = [
+        "# Errata",
+        "",
+        f"{created}. The paper's own slips: {len(slips)} printed value(s) in {len(claims)} "
+        f"claim(s) ({', '.join(claims) or 'none'}) that its released data, or its own other "
+        "numbers, do not reproduce at the printed precision. "
+        f"Press mismatches: {len(by_class['press'])}; companion: {len(by_class['companion'])}; "
+        f"prints not reproduced on offline analogues (not errata): {len(by_class['analogue'])}.",
+        "",
+        "A printed number is reproduced when the recomputation, rounded to the printed digits, "
+        "equals it (a printed bound: satisfies it). The verdicts of the claims do not depend "
+        "on these checks.",
+        "",
+        "## The paper's slips",
+        "",
+    ]
+    if not slips:
+        out += ["None.", ""]
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in slips:
+        grouped[e["claim"]].append(e)
+    for claim in claims:
+        out += _slip_block(claim, grouped[claim])
+    for key, title in (
+        ("press", "## Press mismatches (not the paper's)"),
+        ("companion", "## The companion paper's print"),
+        ("analogue", "## Not errata: the paper's prints on offline analogue models"),
+    ):
+        listed = by_class[key]
+        out += [title, "", ERRATA_CLASSES[key][0].upper() + ERRATA_CLASSES[key][1:] + ".", ""]
+        if not listed:
+            out += ["None.", ""]
+            continue
+        out += ["| claim | check | printed | measured | evidence |", "|---|---|---|---|---|"]
+        out += [
+            f"| {e['claim']} | {_cell(e['check'])} | {_cell(_printed(e))} | "
+            f"{_cell(fmt(e['measured']))} | {e['evidence'] or '-'} |"
+            for e in listed
+        ]
+        out.append("")
+    return "\n".join(out) + "\n"
