@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["sum_of_frequency_terms"]
+__all__ = ["history_columns", "sum_of_frequency_terms"]
 
 
 def sum_of_frequency_terms(model, claim) -> bool:
@@ -17,4 +17,19 @@ def sum_of_frequency_terms(model, claim) -> bool:
         "==",
         "absent",
         kind="premise",
+    )
+
+
+def history_columns(claim, history, needed) -> None:
+    """Premise of every claim read on a checkpoint series: the series carries the columns the
+    claim's statement reads (a released series may carry fewer; its sibling table's names are
+    already read by :func:`qkcore.analysis.history.paper_history`). Ends the test as
+    not-applicable, naming what is missing."""
+    __tracebackhide__ = True
+    missing = [c for c in needed if c not in history.columns]
+    claim.premise(
+        f"checkpoint columns this claim reads (missing: {', '.join(missing) or 'none'})",
+        len(missing),
+        "==",
+        0,
     )

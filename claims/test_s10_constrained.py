@@ -45,7 +45,7 @@ from qkcore.stats.inference import (
     mann_whitney_permutation,
     rank_biserial,
 )
-from qkcore.stats.power import smallest_mann_whitney_p
+from qkcore.stats.power import mann_whitney_power
 from qkcore.stats.printed import as_printed
 
 ARMS = ("ape-free", "rope-free", "rope-imag", "rope-sym", "ape-sym")
@@ -99,6 +99,25 @@ def _contrasts(formation: dict[str, np.ndarray]) -> tuple[list[float], np.ndarra
     return p_values, benjamini_hochberg(p_values)
 
 
+#: the paper's smallest reported rank-biserial among the four contrasts (P2, +0.92)
+SMALLEST_RANK_BISERIAL = 0.92
+
+
+def _contrast_power(claim, label: str, n_x: int, n_y: int) -> None:
+    """Power of a contrast's exact one-sided test against the paper's smallest reported effect
+    (a presence claim: without power the row cannot be refuted)."""
+    superiority = (1 + SMALLEST_RANK_BISERIAL) / 2
+    claim.power(
+        f"{label}: power at alpha ({n_x} vs {n_y} runs)",
+        mann_whitney_power(superiority, n_x, n_y, claim.threshold("alpha")),
+        ">=",
+        "min_power",
+        effect=f"rank-biserial +{SMALLEST_RANK_BISERIAL} (P(X > Y) = {superiority:.2f}), the "
+        "paper's smallest reported contrast (tab:intervention, P2)",
+        guards="refuted",
+    )
+
+
 def _prev_mean(runs, column: str, seeds) -> float:
     """Mean of the prev head's ``column`` over the runs whose seed is in ``seeds``."""
     values = [r.heads[r.prev_head][column] for r in runs if r.seed in seeds]
@@ -145,8 +164,11 @@ def test_formation_costs(evidence_set, claim):
     Premises: all five main cells present; in each arm of a contrast at least 3 runs (the plan's
     minimum seeds per cell) formed, so the contrast is about formation speed, not about blocking.
 
-    Power: the smallest attainable exact one-sided p, 1 / C(n_x + n_y, n_x) (1/252 at 5 vs 5),
-    is <= 0.05 (if all four p sit there, so does every q)."""
+    Power (a presence claim: it guards "refuted"): each contrast's exact one-sided test at
+    alpha 0.05 must have power >= 0.8 (min_power) against the paper's own smallest reported
+    effect, rank-biserial +0.92 (P2, table tab:intervention), i.e. P(slower > faster) = 0.96 as
+    a normal shift (:func:`qkcore.stats.power.mann_whitney_power`); when all four p are <= alpha
+    so is every q_BH."""
     cells = evidence_set.grid()
     toy = _is_toy(evidence_set)
     _arms_present(cells, claim)
@@ -217,12 +239,7 @@ def test_formation_costs(evidence_set, claim):
             kind="premise",
             n=len(cells[fast]),
         )
-        claim.power(
-            f"{label}: smallest attainable p ({x.size} vs {y.size})",
-            smallest_mann_whitney_p(x.size, y.size),
-            "<=",
-            "alpha",
-        )
+        _contrast_power(claim, label, x.size, y.size)
     p_values, q_values = _contrasts(formation)
     printed_q_from_p = benjamini_hochberg([float(row[2]) for row in TABLE])
     for (label, (slow, fast), p_paper, q_paper, r_paper, hl_paper), p, q, q_from_paper in zip(
@@ -294,7 +311,9 @@ def test_symmetry_costs_ape(evidence_set, claim):
     Premises: all five main cells present; at least 3 runs formed in APE sym and in APE free
     (the plan's minimum per cell), so the delay is a formation delay, not a block.
 
-    Power: the smallest attainable exact one-sided p, 1 / C(10, 5) = 1/252 at 5 vs 5, <= 0.05."""
+    Power (a presence claim: it guards "refuted"): the contrast's exact one-sided test at alpha
+    0.05 has power >= 0.8 (min_power) against the paper's smallest reported effect in the
+    grid, rank-biserial +0.92 (as S10b)."""
     cells = evidence_set.grid()
     _arms_present(cells, claim)
     formation = _formation(cells)
@@ -309,12 +328,7 @@ def test_symmetry_costs_ape(evidence_set, claim):
             kind="premise",
             n=len(cells[arm]),
         )
-    claim.power(
-        f"smallest attainable p ({sym.size} vs {free.size})",
-        smallest_mann_whitney_p(sym.size, free.size),
-        "<=",
-        "alpha",
-    )
+    _contrast_power(claim, "P3", sym.size, free.size)
     ratio = float(sym.mean() / free.mean())
     shift = hodges_lehmann_shift(free, sym)
     p_values, q_values = _contrasts(formation)
@@ -358,20 +372,23 @@ def test_every_arm_reroutes(evidence_set, claim):
     any free run. "Strong" heads: a head puts most of its attention on its target. "Enforce
     hard": the penalized quantity (per run, the head mean of the banned share, the logged
     penalty term) is driven to a small fraction of the operator. "Im share" is that logged
-    quantity for the Im arm. The printed dir_frac range is read as the range of the sym arms'
-    prev heads' dir_frac (both schemes, one value per run): the only heads whose dir_frac §10
+    quantity for the Im arm. The printed dir_frac range is read as the range over the two sym
+    arms (one per penalty, as the sentence speaks of the penalties) of each arm's mean
+    prev-head dir_frac over the paper's stated n = 5 seeds: the only heads whose dir_frac §10
     reports (the RoPE-sym prev head's "0.004-0.005"; fig:intervention (c), "dir_frac ~ 0"); the
-    text names no head set and prints no bound, so its endpoints are two printed numbers. Every
+    text prints no bound, so its endpoints are two printed numbers; the per-run extremes are
+    recorded beside (the second audit's reading, under which the print does not reproduce). Every
     other head's final dir_frac is recorded as a finding. "The prev head re-forms with
     rope_imag_frac = 0.005": the mean over the Im arm's runs of the prev head's rope_imag_frac.
 
     Thresholds: statements, every main-cell run at its final eval - ce_pred <= free floor + 0.05
-    nats; the largest prev score and the largest induction score >= 0.5; in constrained runs the
-    final penalized share <= 0.01 (1% of the squared operator mass; a random operator carries
-    0.5). Numbers (paper evidence only) - the largest final Im share over Im runs prints as
-    0.000; the smallest and largest sym prev-head dir_frac print as 0.004 and 0.006; the Im
-    arm's mean prev-head rope_imag_frac prints as 0.005. Same statement thresholds on toys (none
-    depends on the model's size).
+    nats; the largest prev score and the largest induction score > 0.5 (the vocabulary's "strong");
+    in constrained runs the final penalized share <= 0.01, the vocabulary's "symmetric" bar
+    (dir_frac <= 0.1) squared (1% of the squared operator mass; a random operator carries 0.5).
+    Numbers (paper evidence only) - the largest final Im share over Im runs prints as 0.000; the
+    smallest and largest sym prev-head dir_frac print as 0.004 and 0.006; the Im arm's mean
+    prev-head rope_imag_frac prints as 0.005. Same statement thresholds on toys (none depends on the
+    model's size).
 
     Premises: all five main cells present. Power: not applicable (no test; every run must hold)."""
     cells = evidence_set.grid()
@@ -392,12 +409,12 @@ def test_every_arm_reroutes(evidence_set, claim):
             n=len(runs),
         )
         claim.statement(
-            f"{arm}: weakest prev head (best prev score)", weakest_prev, ">=", "strong", n=len(runs)
+            f"{arm}: weakest prev head (best prev score)", weakest_prev, ">", "strong", n=len(runs)
         )
         claim.statement(
             f"{arm}: weakest induction head (best ind score)",
             weakest_ind,
-            ">=",
+            ">",
             "strong",
             n=len(runs),
         )
@@ -409,7 +426,7 @@ def test_every_arm_reroutes(evidence_set, claim):
             f"{arm}: largest final {name} (head mean, logged penalty term)",
             share,
             "<=",
-            "hard_share",
+            claim.threshold("symmetric") ** 2,  # the vocabulary's bar as a share of ||M||^2
             n=len(runs),
         )
         if arm.endswith("imag"):
@@ -432,8 +449,24 @@ def test_every_arm_reroutes(evidence_set, claim):
     if toy:
         claim.measure("sym arms: prev-head dir_frac range", [lo, hi], paper="0.004-0.006")
     else:
-        claim.printed("sym arms: smallest prev-head dir_frac", lo)
-        claim.printed("sym arms: largest prev-head dir_frac", hi)
+        # the printed range is of the two sym arms (the sentence speaks of the penalties, one
+        # per arm), each as its mean over the paper's stated n = 5 seeds; the per-run extremes
+        # are recorded beside
+        means = [
+            float(np.mean([r.heads[r.prev_head]["dir_frac"] for r in cells[arm]]))
+            for arm in ("ape-sym", "rope-sym")
+        ]
+        claim.printed(
+            "sym arms: smallest prev-head dir_frac",
+            min(means),
+            label="sym arms: smaller arm mean of the prev-head dir_frac (5 seeds)",
+        )
+        claim.printed(
+            "sym arms: largest prev-head dir_frac",
+            max(means),
+            label="sym arms: larger arm mean of the prev-head dir_frac (5 seeds)",
+        )
+        claim.measure("sym arms: prev-head dir_frac range over runs", [lo, hi])
         claim.note(
             "Provenance of the printed 0.004-0.006 (not judged): mean prev-head dir_frac per sym "
             "arm over seeds 0-2 / 0-4: "
@@ -476,18 +509,19 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim):
     least the share an unconstrained random operator carries (0.5, the paper's Ginibre-null
     value). "Fully symmetric": its ||M_A||^2/||M||^2 = dir_frac^2 is at most 1% (the same
     "hard" bar as S10a). "Indistinguishable kernel": the Pearson correlation of its
-    relative-position kernel (offsets -4..4) with the mean prev-head kernel of the RoPE free runs.
+    relative-position kernel (the released kernels' offsets; see S10e) with the mean prev-head
+    kernel of the RoPE free runs.
     The printed 0.004-0.005 is a range of observed per-run values (two printed numbers).
 
     Thresholds: statements - mean prev-head rope_imag_frac >= 0.5; every run's prev-head
-    dir_frac <= 0.1 (the square root of the hard share 0.01); every run's kernel correlation
-    >= 0.95. Numbers (paper evidence only) - the mean rope_imag_frac prints as 0.52; the
-    smallest and largest prev-head dir_frac print as 0.004 and 0.005.
+    dir_frac <= 0.1 (the vocabulary's "symmetric"; its square is S10a's hard share 0.01);
+    every run's kernel correlation >= 0.95. Numbers (paper evidence only) - the mean rope_imag_frac
+    prints as 0.52; the smallest and largest prev-head dir_frac print as 0.004 and 0.005.
 
     Premises: RoPE sym and RoPE free cells present, with rotary phase features; a run has a prev
-    head when its largest prev score is >= 0.5 (S10a's "strong"); a run without one has no head
-    the claim is about (toys may lack it), so the statements read only runs with a prev head, and
-    at least 3 such runs (the plan's minimum per cell) are needed in each of RoPE sym and RoPE
+    head when its largest prev score is > 0.5 (the vocabulary's "strong"); a run without one has no
+    head the claim is about (toys may lack it), so the statements read only runs with a prev head,
+    and at least 3 such runs (the plan's minimum per cell) are needed in each of RoPE sym and RoPE
     free (whether every run forms one is S10a's statement). Power: not applicable (no test)."""
     cells = evidence_set.grid()
     toy = _is_toy(evidence_set)
@@ -505,10 +539,10 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim):
     with_prev = {}
     strong = claim.threshold("strong")
     for arm, runs in (("rope-sym", sym), ("rope-free", free)):
-        with_prev[arm] = [r for r in runs if float(r.prev_all.max()) >= strong]
-        without = [f"s{r.seed}" for r in runs if float(r.prev_all.max()) < strong]
+        with_prev[arm] = [r for r in runs if float(r.prev_all.max()) > strong]
+        without = [f"s{r.seed}" for r in runs if float(r.prev_all.max()) <= strong]
         claim.record.check(
-            f"{arm}: runs with a prev head (best prev score >= {strong})",
+            f"{arm}: runs with a prev head (best prev score > {strong})",
             len(with_prev[arm]),
             ">=",
             claim.threshold("min_runs"),
@@ -552,7 +586,7 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim):
         "largest prev-head dir_frac (fully symmetric M)",
         max(dfs),
         "<=",
-        math.sqrt(claim.threshold("hard_share")),
+        "symmetric",
         n=len(dfs),
     )
     claim.statement(

@@ -405,9 +405,9 @@ def test_scores_rebuilt_from_factors(evidence, claim):
 
     Thresholds: statement - max over layers of error / max|score of the layer| <= (d + k) u,
     Higham's first-order bound gamma_n = n u for the d-term projections and the k-term score
-    dot products. Number (no rotary embedding, the paper's learned-absolute figure, which is
-    about scores: not checked where the hook holds probabilities) - max absolute error < 1e-4
-    at its printed precision.
+    dot products. The paper's absolute figure, max error < 1e-4, is about its own
+    learned-absolute models (not offline): on this evidence it is recorded beside, not judged
+    - an analogue's absolute error scales with its scores and says nothing of the paper.
 
     Premises: none. Power: not applicable (deterministic).
     """
@@ -442,7 +442,9 @@ def test_scores_rebuilt_from_factors(evidence, claim):
             note=f"(d + k) u = ({d} + {k}) x {u:.2g}",
         )
         if err["holds"] == "scores":
-            claim.printed("max |rebuilt - hook|", err["abs"], comparison="<")
+            # the printed bound is about the paper's own models, which are not offline: on an
+            # analogue it is beside the statement, never an erratum of the paper
+            claim.measure("max |rebuilt - hook|", err["abs"], paper="< 1e-4 (paper's models)")
         else:
             claim.measure("max |softmax(rebuilt) - hook| (probabilities)", err["abs"])
     else:
@@ -476,8 +478,9 @@ def test_rope_reconstruction_from_frequency_operators(evidence, claim):
 
     Thresholds: statement - max over layers of error / max|score| <= (d + 1 + k) u (gamma_n
     for the d-term projections plus the bias row, and the k-term score; the float32 sin/cos
-    tables add ~n u with n = 32 positions, far below). Number - max absolute error <= 1e-6
-    (fp32) or 1e-2 (bf16) at its printed precision.
+    tables add ~n u with n = 32 positions, far below). The paper's absolute figures, 1e-6
+    (fp32) and 1e-2 (bf16), are about its own models at their score scale (not offline):
+    recorded beside, not judged - a precision this evidence cannot bear on.
 
     Premises: no per-token QK-norm (with it the scores are not a sum of M_t terms; the evidence
     marker selects rotary models). Power: not applicable.
@@ -495,11 +498,10 @@ def test_rope_reconstruction_from_frequency_operators(evidence, claim):
         (d + 1 + k) * u,
         note=f"(d + 1 + k) u = ({d} + 1 + {k}) x {u:.2g}",
     )
-    # the paper prints the fp32 and bf16 figures; a float type coarser than fp32 is held to
-    # the bf16 one
-    claim.printed(
+    # the paper's fp32 / bf16 figures are about its own models at their score scale, which
+    # are not offline: an analogue's absolute error is recorded beside, never an erratum
+    claim.measure(
         "max |rebuilt from M_t - hook|",
         check.max_abs_error,
-        key="fp32" if u < 1e-6 else "bf16",
-        comparison="<=",
+        paper=("<= 1e-6 (fp32)" if u < 1e-6 else "<= 1e-2 (bf16)") + ", the paper's models",
     )

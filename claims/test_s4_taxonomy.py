@@ -43,22 +43,23 @@ S4A_FAMILY = [
     for b in ("prev", "dup", "ind", "copying")
 ]
 QK_METRICS = ("dir_frac", "D_head", "imag_mass", "henrici", "content_pos_frac", "cond_eig")
-#: The smallest |rho| Table 1 calls significant: the effect size a "not significant" cell must
-#: have had the power to detect.
-SMALLEST_REPORTED_EFFECT = 0.47
-# Thresholds (catalogue): "alpha" (S4a, S4c) the significance level; "min_power" (S4a, S4c)
-# the conventional minimum power for a non-significant result to count as evidence of absence;
-# "head_class" (S4b) §8's head-class cut.
+# Shared terms (catalogue vocabulary): "alpha", the significance level; "effect_rho" (0.47), the
+# smallest |rho| Table 1 calls significant - the effect a "not significant" cell must have had
+# the power to detect; "min_power" (0.8); "strong" (0.5), §8's head-class cut.
 
 
 def _power_to_see_the_smallest_effect(claim, n: int, alpha: float) -> None:
     """A "not significant" reading is worth something only if the test could have seen the
-    paper's smallest reported effect: power >= the claim's "min_power" at this n and level."""
+    paper's smallest reported effect: power >= the vocabulary's "min_power" at this n and level.
+    An absence claim: without that power the row cannot be supported."""
+    effect = claim.threshold("effect_rho")
     claim.power(
-        f"power to detect |rho| = {SMALLEST_REPORTED_EFFECT} at alpha {alpha:.2g}",
-        spearman_power(SMALLEST_REPORTED_EFFECT, n, alpha),
+        f"power to detect |rho| = {effect} at alpha {alpha:.2g}",
+        spearman_power(effect, n, alpha),
         ">=",
         "min_power",
+        effect=f"|rho| = {effect}, Table 1's smallest FDR-significant cell (tex:238)",
+        guards="supported",
         n=n,
     )
 
@@ -194,7 +195,7 @@ def test_prev_head_leads_k_composition(evidence, claim):
     model = evidence.model()
     claim.premise("causal attention", bool(model.causal), "==", True)
     table = evidence.head_table()
-    head_class = claim.threshold("head_class")
+    head_class = claim.threshold("strong")
     candidates = table[(table["layer"] >= 1) & (table["ind"] > head_class)]
     strongest_ind = top_k_heads(table[table["layer"] >= 1], "ind", 1).iloc[0]
     claim.premise(

@@ -22,7 +22,7 @@ head under absolute positions is a symmetric nearby-position kernel plus the cau
 (§6 "matching adjacent position vectors", §10 "nearby-kernel + causal mask"): a bidirectional
 encoder (MiniLM) sees both neighbours, so its left-neighbour score is not the same routing
 problem and cannot bear on §6 (not-applicable; in a model set it is left out, named). A toy's
-strongest prev head must be a prev head: prev score >= 0.5 (the suite's "strong" head; in a
+strongest prev head must be a prev head: prev score > 0.5 (the vocabulary's "strong" head; in a
 model set such a toy is left out, named, by the same rule).
 
 Toy adaptation (stated before any toy result was seen): a toy has 8 heads, so "the top-5 prev
@@ -108,7 +108,7 @@ def _premises(evidence, table, claim, *, ending: bool) -> None:
         premise(
             "strongest prev head's prev score",
             float(table["prev"].max()),
-            ">=",
+            ">",
             claim.threshold("strong"),
         )
 
@@ -216,7 +216,7 @@ def _members(evidence_set, claim) -> dict:
             left_out.append(f"{ref.name} (scheme unknown)")
         elif ref in pieces and not _causal(pieces[ref]):
             left_out.append(f"{ref.name} (bidirectional)")
-        elif ref.kind == "toy" and float(table["prev"].max()) < claim.threshold("strong"):
+        elif ref.kind == "toy" and float(table["prev"].max()) <= claim.threshold("strong"):
             left_out.append(f"{ref.name} (no prev head: prev {float(table['prev'].max()):.2f})")
         else:
             kept[ref] = table
@@ -260,8 +260,9 @@ def test_model_level_separation(evidence_set, claim):
     Premises: the per-model ones (module docstring), applied to members: a bidirectional model,
     and a toy whose strongest prev head has prev < 0.5, are left out of the set and named.
 
-    Power: the smallest attainable permutation p, 1/C(n, n_rope), <= 0.05 (with 2 models it is
-    1/2: no separation could be significant). A set without both RoPE and non-RoPE causal models
+    Power: the claim's effect is an exact pattern, perfect separation, whose permutation p is
+    1/C(n, n_rope); it must be <= 0.05 (with 2 models it is 1/2: no separation could be
+    significant). A set without both RoPE and non-RoPE causal models
     cannot bear on the claim and is skipped with its members named.
     """
     toy = evidence_set.ref.kind == "toy"
@@ -272,7 +273,14 @@ def test_model_level_separation(evidence_set, claim):
         pytest.skip(f"{evidence_set.evidence_id} has causal models {names}: both groups needed")
     n, n_rope = len(names), int(rope.sum())
     floor = 1 / comb(n, n_rope)
-    claim.power(f"smallest attainable permutation p = 1/C({n},{n_rope})", floor, "<=", "alpha", n=n)
+    claim.power(
+        f"p of perfect separation, 1/C({n},{n_rope})",
+        floor,
+        "<=",
+        "alpha",
+        effect="exact pattern: perfect separation of RoPE from the other models",
+        n=n,
+    )
     for k in (1,) if toy else (1, 3, 5, 10):
         names, values, rope = _model_stats(tables, k)
         claim.statement(
