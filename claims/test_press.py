@@ -58,7 +58,7 @@ def _presence_power(claim, n: int, *, sides: int) -> None:
     effect = claim.threshold("effect_rho")
     claim.power(
         f"power to detect rho = {effect} ({'one' if sides == 1 else 'two'}-sided, alpha)",
-        spearman_power(effect, n, claim.threshold("alpha"), sides=sides),
+        spearman_power(effect, n, claim.threshold("alpha"), sides=sides) if n > 3 else 0.0,
         ">=",
         "min_power",
         effect=f"rho = {effect}, the smallest association the paper calls significant "
