@@ -103,6 +103,16 @@ def test_a_suite_without_conftest_gets_evidence_through_the_entry_point(pytester
     assert len(CLAIM.strip().splitlines()) <= 15
 
 
+def test_a_claims_id_selects_its_tests(pytester, tables):
+    """``pytest -k x1`` runs claim X1's tests (-k matches case-insensitively), nothing else."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=CLAIM, test_other="def test_unrelated():\n    pass\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--paper-data", str(tables), "--collect-only", "-q", "-k", "x1"
+    )
+    result.stdout.fnmatch_lines(["*2/3 tests collected (1 deselected)*"])
+
+
 def test_a_threshold_not_in_the_catalogue_is_a_bug_named_in_the_row(pytester, tables):
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x1=CLAIM.replace('"<", "side"', '"<", "sides"'))
