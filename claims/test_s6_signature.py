@@ -128,6 +128,9 @@ def _side_of_median(evidence, claim, rotational: bool) -> None:
         ylabel="within-model D_head percentile",
         group=evidence.ref.family,
         hlines=((claim.threshold("side"), "side: the model's own median"),),
+        caption="RoPE models' prev heads should sit above the 0.5 line (rotational), learned-"
+        "absolute and ALiBi models' below it (content-like); hollow black marks are the "
+        "paper's printed medians.",
     )
     _premises(evidence, table, claim, ending=False)
     name = f"median D_head percentile of the top-{k} prev heads"
@@ -442,6 +445,8 @@ def test_partial_association(evidence, claim):
         kind="strip",
         ylabel="partial rho",
         hlines=((0.0, "no association"),),
+        caption="RoPE models should sit above zero with their CIs; learned-absolute models "
+        "scatter on both sides (the heterogeneous aggregate).",
     )
     claim.measure("95% layer-clustered CI", [lo, hi], paper=PARTIAL_CI_PAPER.get(name))
     # the printed partial by the evidence's name (weights of a paper model too); elsewhere a

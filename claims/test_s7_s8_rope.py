@@ -206,6 +206,20 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim):
     table = evidence.head_table()
     n = len(table)
     top_effect = table.loc[table["dInd_rope"].idxmax()]
+    prev_rank = table["prev"].rank(ascending=False, method="first").to_numpy()
+    claim.plot(
+        "S8b: induction-loss effect of zeroing Im(M_t) by the head's prev rank",
+        evidence.ref.evidence_id,
+        prev_rank,
+        table["dInd_rope"].to_numpy(),
+        xlabel="prev rank in the model (1 = strongest previous-token head)",
+        ylabel="dInd_rope (induction loss after - before)",
+        xscale="log",
+        group=evidence.ref.kind,
+        hlines=((claim.threshold("moves"), "moves: 0.01"),),
+        caption="The largest effect should sit at prev rank 1-2 and nearly every other head "
+        "below the 0.01 line.",
+    )
     top_prev = {head_name(row) for _, row in top_k_heads(table, "prev", 2).iterrows()}
     share_still = float((table["dInd_rope"].abs() < claim.threshold("moves")).mean())
     claim.record.check(  # on the recorder: the test goes on recording after it fails

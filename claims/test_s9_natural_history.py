@@ -154,6 +154,13 @@ def _plot_history(claim, evidence, history) -> None:
             xscale="log",
             spans=window,
             hlines=(formed,) if column == "prev_beh" else (),
+            caption={
+                "prev_beh": "Behaviour crosses 0.5 inside the shaded formation window.",
+                "rif_pct": "The percentile should jump into the top decile at the window's end, "
+                "not before it.",
+                "pop_med_D": "The population median should leave the null (0.61) mostly after "
+                "the window.",
+            }[column],
         )
 
 

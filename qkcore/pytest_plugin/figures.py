@@ -33,8 +33,10 @@ def collect_figures(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                     "groups": {},
                     "hlines": set(),
                     "spans": set(),
+                    "caption": "",
                 },
             )
+            fig["caption"] = fig["caption"] or point.get("caption", "")
             if point.get("group"):
                 fig["groups"][point["series"]] = point["group"]
             fig["hlines"] |= {(float(y), str(label)) for y, label in point.get("hlines", [])}

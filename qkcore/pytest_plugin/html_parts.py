@@ -7,11 +7,12 @@ table (failing first) with its measurements, and its reason and notes.
 from __future__ import annotations
 
 import html
+import re
 
 from qkcore.pytest_plugin.findings import fmt, measure_text, row_details
 from qkcore.pytest_plugin.result import ClaimResult
 
-__all__ = ["FILTER_SCRIPT", "STYLE", "rerun_command", "row_html"]
+__all__ = ["FILTER_SCRIPT", "STYLE", "rerun_command", "row_anchor", "row_html"]
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
@@ -32,6 +33,9 @@ main{min-width:0}td code{overflow-wrap:anywhere}
 .rerun{font-size:.8em;color:#555}
 table.checks{font-size:.85em;margin:0}table.checks td{border-color:#e3e3e3}
 tr.pass td{color:#222}tr.fail td{color:#a00}tr.uncertain td{color:#a60}
+.strip{margin:.3em 0 .6em}.strip a{display:inline-block;padding:1px 6px;margin:1px;
+border:1px solid #ccc;border-radius:3px;font-size:.8em;text-decoration:none;color:#222}
+.identity{font-size:.8em;color:#555;border:1px solid #bbb;border-radius:3px;padding:0 4px}
 """
 
 #: Rows hidden by the kind and verdict filters (plain JS: the page works offline, no server).
@@ -82,12 +86,17 @@ def _checks_table(r: ClaimResult) -> str:
     return table + measured
 
 
+def row_anchor(r: ClaimResult) -> str:
+    """A row's anchor in the page: stable across runs (its claim and node id)."""
+    return "row-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{r.claim}-{r.nodeid}").strip("-")
+
+
 def row_html(r: ClaimResult) -> str:
     esc = html.escape
     notes = "".join(f"<div class='note'>{esc(n)}</div>" for n in r.notes)
     rerun = f"<div class='rerun'><code>{esc(rerun_command(r))}</code></div>"
     return (
-        f"<tr class='{r.verdict}' data-kind='{esc(r.evidence_kind)}' "
+        f"<tr id='{esc(row_anchor(r))}' class='{r.verdict}' data-kind='{esc(r.evidence_kind)}' "
         f"data-verdict='{r.verdict or 'error'}'>"
         f"<td><code>{esc(r.evidence or r.nodeid)}</code>{rerun}</td>"
         f"<td>{r.verdict}</td><td>{_checks_table(r)}</td>"

@@ -119,6 +119,7 @@ class ClaimRecorder:
         group: str = "",
         hlines: tuple[tuple[float, str], ...] = (),
         spans: tuple[tuple[float, float, str], ...] = (),
+        caption: str = "",
     ) -> None:
         """Add points to a report figure; tests naming the same figure share its axes.
 
@@ -129,7 +130,8 @@ class ClaimRecorder:
         ``group``: series of one group share a colour (a positional scheme, say) and are told
         apart by marker, and the legend names the groups, not every series. ``hlines``:
         ``(y, label)`` lines across the figure - the claim's thresholds. ``spans``:
-        ``(x0, x1, label)`` shaded x ranges (a formation window).
+        ``(x0, x1, label)`` shaded x ranges (a formation window). ``caption``: what to look
+        for in the figure (one sentence under it; the first one recorded is shown).
         """
         if kind not in ("scatter", "line", "strip"):
             raise ValueError(f"plot kind must be scatter, line or strip; got {kind!r}")
@@ -158,6 +160,7 @@ class ClaimRecorder:
                 "group": group,
                 "hlines": [[float(y), str(label)] for y, label in hlines],
                 "spans": [[float(a), float(b), str(label)] for a, b, label in spans],
+                "caption": caption,
             }
         )
 

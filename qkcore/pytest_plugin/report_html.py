@@ -18,7 +18,7 @@ from qkcore.pytest_plugin.findings import (
     fmt,
     summary,
 )
-from qkcore.pytest_plugin.html_parts import FILTER_SCRIPT, STYLE, row_html
+from qkcore.pytest_plugin.html_parts import FILTER_SCRIPT, STYLE, row_anchor, row_html
 from qkcore.pytest_plugin.kinds import builtin_registry
 from qkcore.pytest_plugin.result import ClaimResult
 
@@ -48,7 +48,10 @@ def _figures_by_claim(results: list[ClaimResult]) -> dict[str, list[str]]:
         except (TypeError, ValueError) as exc:  # bad recorded data must not sink the report
             img = f"<p class='error'>figure could not be drawn: {esc(str(exc))}</p>"
         also = f" (also {esc(', '.join(claims[1:]))})" if len(claims) > 1 else ""
-        placed[claims[0]].append(f"<div class='fig'>{img}<div>{esc(title)}{also}</div></div>")
+        caption = f"<div class='note'>{esc(spec['caption'])}</div>" if spec["caption"] else ""
+        placed[claims[0]].append(
+            f"<div class='fig'>{img}<div>{esc(title)}{also}</div>{caption}</div>"
+        )
     return placed
 
 
@@ -207,6 +210,20 @@ def render_html(
         )
         if sentence:
             parts.append(f"<p class='sentence'>{esc(sentence)}{where}</p>")
+        if all(r.nature == "identity" for r in rows):
+            parts.append(
+                "<p><span class='identity'>identity</span> checked on random operators: true by "
+                "construction, not evidence for an empirical finding</p>"
+            )
+        # the verdict per evidence at a glance, each chip a link to its row
+        chips = "".join(
+            f"<a class='{esc(r.verdict or 'error')}' href='#{esc(row_anchor(r))}' "
+            f"title='{esc(r.evidence or r.nodeid)}: {esc(r.verdict or 'error')}'>"
+            f"{esc(r.evidence or r.nodeid.split('::')[-1])}</a>"
+            for r in rows
+            if not r.is_detail
+        )
+        parts.append(f"<div class='strip'>{chips}</div>")
         parts += figures.get(claim, [])
         parts.append(
             "<table><tr><th>evidence</th><th>verdict</th><th>checks (failing first) and "

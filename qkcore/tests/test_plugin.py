@@ -77,10 +77,16 @@ def test_marker_recorder_and_report(pytester: pytest.Pytester):
         ("toy:alibi-s0", "0.89", 0.95),
     ]
     assert data["summary"] == [
-        {"claim": "F4", "statement": "null", "verdicts": {"simulation": {"skipped": 1}}},
+        {
+            "claim": "F4",
+            "statement": "null",
+            "nature": "finding",
+            "verdicts": {"simulation": {"skipped": 1}},
+        },
         {
             "claim": "S6a",
             "statement": "strongest prev heads are rotational",
+            "nature": "finding",
             # one seed of alibi is a detail; its population (toy:alibi-n1) lacks power
             "verdicts": {"paper": {"refuted": 1, "supported": 1}, "toy": {"inconclusive": 1}},
         },
@@ -349,7 +355,7 @@ def test_partial_run_keeps_latest_and_says_where_its_report_went(pytester: pytes
     partial = run(pytester, "-k", "gpt2")
     partial.stdout.fnmatch_lines(
         [
-            "report: *reports/runs/*/claims.md (and claims.html, claims.json)",
+            "report: *reports/runs/*/claims.md (and claims.html, claims.json, errata.md)",
             "latest: not replaced (a partial selection)*",
         ]
     )
@@ -754,3 +760,45 @@ def test_a_power_check_must_name_its_effect():
         judge("smallest attainable p", 0.01, "<=", 0.05, kind="power")
     with pytest.raises(CheckError, match="guards"):
         judge("power", 0.9, ">=", 0.8, kind="power", effect="rho 0.47", guards="never")
+
+
+def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogues():
+    from qkcore.evidence.refs import EvidenceRef
+    from qkcore.pytest_plugin.checks import judge
+    from qkcore.pytest_plugin.findings import errata
+    from qkcore.pytest_plugin.report_errata import render_errata
+    from qkcore.pytest_plugin.result import ClaimResult
+
+    def row(claim, section, ref, value, printed):
+        check = judge("median", value, "==", printed, kind="number")
+        return ClaimResult(
+            nodeid=f"claims/t.py::t[{ref.evidence_id}]",
+            claim=claim,
+            evidence=ref.evidence_id,
+            ref=ref,
+            section=section,
+            source="qk_spectral.tex:284",
+            sentence="... (medians 0.89/0.85/0.79) ...",
+            checks=[check],
+        )
+
+    paper = EvidenceRef(kind="paper", model="gpt2", scheme="ape")
+    weights = EvidenceRef(kind="weights", model="smollm2-135m", scheme="rope")
+    found = errata(
+        [
+            row("P1", "press", paper, 7, "8"),
+            row("F2", "3", weights, 1.6e-5, "1e-6"),
+            row("S6a", "6", paper, 0.79, "0.80"),
+        ]
+    )
+    assert [(e["claim"], e["class"]) for e in found] == [
+        ("S6a", "slip"),
+        ("F2", "analogue"),
+        ("P1", "press"),
+    ]
+    text = render_errata(found, created="2026-12-01")
+    slips = text[text.index("## The paper's slips") : text.index("## Press mismatches")]
+    assert "S6a (qk_spectral.tex:284)" in slips and "P1" not in slips and "F2" not in slips
+    assert "--paper-data ../shared/paper-data" in slips  # the command that reproduces it
+    assert text.index("P1") > text.index("## Press mismatches")
+    assert text.index("| F2 |") > text.index("## Not errata")
