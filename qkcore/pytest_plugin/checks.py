@@ -199,6 +199,12 @@ def judge(
         paper = threshold if paper is None else paper
     elif isinstance(value, bool) or isinstance(threshold, bool | str):
         passed = _ORDER[comparison](value, threshold)
+    elif comparison in ("==", "!=") and any(
+        isinstance(v, list | tuple) for v in (value, threshold)
+    ):
+        # a list of names (missing columns, heads): compared as lists, never as numbers
+        as_list = [list(v) if isinstance(v, list | tuple) else v for v in (value, threshold)]
+        passed = _ORDER[comparison](*as_list)
     else:
         v = _number(value)
         passed = v is not None and not math.isnan(v) and _ORDER[comparison](v, float(threshold))

@@ -802,3 +802,13 @@ def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogu
     assert "--paper-data ../shared/paper-data" in slips  # the command that reproduces it
     assert text.index("P1") > text.index("## Press mismatches")
     assert text.index("| F2 |") > text.index("## Not errata")
+
+
+def test_a_list_compares_as_a_list():
+    """A premise on names (the columns a series lacks) compares lists, not numbers."""
+    from qkcore.pytest_plugin.checks import judge
+
+    assert judge("missing columns", [], "==", [], kind="premise").outcome == "pass"
+    assert judge("missing columns", ["ind_beh"], "==", [], kind="premise").outcome == "fail"
+    assert judge("heads", ("5.2",), "==", ["5.2"], kind="statement").outcome == "pass"
+    assert judge("heads", 3, "==", [3], kind="statement").outcome == "fail"
