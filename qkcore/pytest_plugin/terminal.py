@@ -99,6 +99,12 @@ def write_summary(
         + ", ".join(f"{totals[v]} {v}" for v in VERDICTS if totals[v])
         + (f" ({details} toy seed rows judged as populations)" if details else "")
     )
+    identities = sum(r.nature == "identity" and r.verdict == "supported" for r in judged)
+    if identities:
+        tr.write_line(
+            f"  of the supported rows, {identities} check identities on random operators (true "
+            "by construction), the rest empirical findings"
+        )
     for line in toy_regimes.values():
         tr.write_line(f"toy regime {line}")
     write_drift(tr, drift, state)
