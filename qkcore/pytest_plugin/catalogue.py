@@ -217,9 +217,11 @@ def _cell(text: str) -> str:
 def catalogue_table(catalogue: Catalogue) -> str:
     """README's table of the catalogue (``python -m qkcore.pytest_plugin.catalogue FILE``)."""
 
-    def order(claim_id: str) -> tuple[str, int, str]:
+    def order(claim_id: str) -> tuple[int, str, int, str]:
+        # the paper's claims (F, S) first, then the companion's (R) and the press's (P)
         digits = "".join(c for c in claim_id[1:] if c.isdigit())
-        return (claim_id[0], int(digits or 0), claim_id)
+        rank = {"F": 0, "S": 1, "R": 2, "P": 3}.get(claim_id[0], 4)
+        return (rank, claim_id[0], int(digits or 0), claim_id)
 
     rows = ["| ID | section | source (file:line) | statement |", "|---|---|---|---|"]
     for claim_id in sorted(catalogue.entries, key=order):

@@ -56,10 +56,19 @@ RULES = {
 }
 
 
+#: The paper's own claims first (framework, then sections), then the companion paper's, then
+#: the press's: a reviewer reads the paper's findings before what others say of them.
+_PREFIX_ORDER = {"F": 0, "S": 1, "R": 2, "P": 3}
+
+
 def claim_key(claim: str) -> tuple:
-    """Order claim IDs as the paper does: F1 < F5 < S4a < S10b (numbers compare as numbers)."""
+    """Order claim IDs as the paper does: F1 < F5 < S4a < S10b (numbers compare as numbers),
+    then the companion's R1-R5 and the press's P1-P9."""
     match = re.match(r"([A-Z]+)(\d+)(.*)", claim or "")
-    return (match.group(1), int(match.group(2)), match.group(3)) if match else ("~", 0, claim)
+    if not match:
+        return (9, "~", 0, claim)
+    prefix = match.group(1)
+    return (_PREFIX_ORDER.get(prefix, 4), prefix, int(match.group(2)), match.group(3))
 
 
 def sorted_results(results: list[ClaimResult]) -> list[ClaimResult]:
