@@ -330,6 +330,10 @@ def test_signed_non_normality(evidence, claim):
             excess[mask],
             xlabel="prev",
             ylabel="log reserve - null",
+            group=family,
+            hlines=((0.0, "no excess over the shuffle null"),),
+            caption="Sink heads should sit below zero, routing heads above it, rising with "
+            "their previous-token score.",
         )
 
 

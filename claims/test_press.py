@@ -159,6 +159,8 @@ def test_imaginary_mass_grows_with_scale(evidence_set, claim):
         xlabel="parameters (billions)",
         ylabel="mean |Im lambda| / ||M||_F",
         xscale="log",
+        caption="The article's 'clear trend' would rise from left to right across the seven "
+        "published models.",
     )
 
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from qkcore.analysis.gridruns import censored_formation
 from qkcore.pytest_plugin import claim
+from qkcore.stats.formation import formation_threshold
 from qkcore.stats.inference import (
     benjamini_hochberg,
     hodges_lehmann_shift,
@@ -563,6 +564,10 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim):
                 head.get("rope_imag_frac", float("nan")),
                 xlabel="dir_frac",
                 ylabel="rope_imag_frac",
+                group=arm.split("-")[0],
+                hlines=((claim.threshold("full_phase"), "full phase content: 0.5"),),
+                caption="Under sym-M the prev head should sit at the left edge (dir_frac <= 0.1) "
+                "yet at or above the 0.5 line: full phase through a symmetric M.",
             )
     if not sym or not free or any(r.kernels is None for r in sym + free):
         return
@@ -642,6 +647,9 @@ def test_formation_curves_figure(evidence_set, claim):
             kind="line",
             xlabel="step",
             ylabel="ce_pred",
+            hlines=((formation_threshold(), "formed: (ln 64 + 0.15) / 2"),),
+            caption="Every arm should cross the formation line (none blocked); constrained arms "
+            "later than their scheme's free arm.",
         )
         never += [f"{arm}-s{r.seed}" for r in runs if not math.isfinite(r.formation)]
     claim.statement("runs that never form", len(never), "==", 0, n=n_runs, note=", ".join(never))

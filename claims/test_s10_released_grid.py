@@ -202,4 +202,8 @@ def test_imag_arm_reverse_dissociation(evidence_set, claim):
                 head.get("rope_imag_frac", float("nan")),
                 xlabel="dir_frac",
                 ylabel="rope_imag_frac",
+                group=arm.split("-")[0],
+                hlines=((0.1, "no phase: 0.1"),),
+                caption="Im-suppressed prev heads should sit below the 0.1 line but away from "
+                "dir_frac 0: the reverse of the sym arm.",
             )

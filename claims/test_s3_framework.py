@@ -123,6 +123,8 @@ def test_null_means_and_deviating_heads(evidence, claim):
         table["dir_frac"],
         xlabel="content_pos_frac",
         ylabel="dir_frac",
+        hlines=((0.707, "Ginibre null: 0.707"),),
+        caption="Most heads sit off the null's 0.707 line: 141 of 144 deviate.",
     )
 
 

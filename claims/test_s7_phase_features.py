@@ -468,6 +468,7 @@ def test_prev_kernels_peak_at_minus_one(evidence: Any, claim: Claim) -> None:
             kind="line",
             xlabel="offset (Delta)",
             ylabel="score",
+            caption="Each head's curve should peak at offset -1.",
         )
     claim.measure("offset range", [offsets[0], offsets[-1]])
     claim.note(

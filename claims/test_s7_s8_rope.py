@@ -409,7 +409,14 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim):
     for head, (offsets, intact, ablated) in check.kernels.items():
         title = f"kernel before/after Im(M_t) ablation: {evidence.ref.name} {head}"
         claim.plot(
-            title, "intact", offsets, intact, kind="line", xlabel="D = i - j", ylabel="score"
+            title,
+            "intact",
+            offsets,
+            intact,
+            kind="line",
+            xlabel="D = i - j",
+            ylabel="score",
+            caption="The ablated kernel should be mirror-symmetric about D = 0.",
         )
         claim.plot(title, "ablated", offsets, ablated, kind="line")
 
@@ -439,6 +446,8 @@ def test_published_kernels(evidence, claim):
             kind="line",
             xlabel="offset",
             ylabel="score",
+            caption="The paper's released kernels: the killed curve should lose the intact "
+            "one's asymmetry.",
         )
     offsets = curves["offset"]
     claim.measure("offset range", [int(offsets.min()), int(offsets.max())])

@@ -413,6 +413,8 @@ def test_ablation_flattens_the_minus_one_peak(evidence: PaperEvidence, claim: Cl
             kind="line",
             xlabel="offset D",
             ylabel="score",
+            caption="The intact curve should peak at -1; after the ablation the peak should be "
+            "gone.",
         )
     claim.statement("intact: prominence of the -1 peak", prominence["intact"], ">", 0.0)
     claim.statement(
