@@ -48,7 +48,6 @@ __all__ = [
     "Term",
     "catalogue_for",
     "catalogue_table",
-    "main",
     "readme_with_table",
 ]
 
@@ -215,7 +214,7 @@ def _cell(text: str) -> str:
 
 
 def catalogue_table(catalogue: Catalogue) -> str:
-    """README's table of the catalogue (``python -m qkcore.pytest_plugin.catalogue FILE``)."""
+    """README's table of the catalogue (``qk-claims-catalogue``)."""
 
     def order(claim_id: str) -> tuple[int, str, int, str]:
         # the paper's claims (F, S) first, then the companion's (R) and the press's (P)
@@ -244,35 +243,3 @@ def readme_with_table(readme: str, table: str) -> str:
     if start < 0 or end < start:
         raise CheckError(f"README has no '{README_START}' ... '{README_END}' block")
     return readme[: start + len(README_START)] + "\n\n" + table + "\n" + readme[end:]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``qk-claims-catalogue [CATALOGUE] [--readme README.md]``: print the catalogue's table,
-    or write it - and the findings map's table, when ``findings.toml`` sits beside the
-    catalogue (:mod:`~qkcore.pytest_plugin.coverage`) - into README's blocks."""
-    import argparse
-
-    from qkcore.pytest_plugin.coverage import (
-        FINDINGS_FILE,
-        findings_table,
-        read_findings,
-        readme_with_findings,
-    )
-
-    parser = argparse.ArgumentParser(prog="qk-claims-catalogue", description=main.__doc__)
-    parser.add_argument("catalogue", nargs="?", default="claims/catalogue.toml", type=Path)
-    parser.add_argument("--readme", type=Path, default=None, help="write the tables into it")
-    args = parser.parse_args(argv)
-    findings_path = args.catalogue.parent / FINDINGS_FILE
-    try:
-        table = catalogue_table(Catalogue.read(args.catalogue))
-        if args.readme is None:
-            print(table, end="")
-            return 0
-        text = readme_with_table(args.readme.read_text(encoding="utf-8"), table)
-        if findings_path.is_file():
-            text = readme_with_findings(text, findings_table(read_findings(findings_path)))
-    except CheckError as exc:
-        parser.error(str(exc))
-    args.readme.write_text(text, encoding="utf-8")
-    return 0
