@@ -1,8 +1,9 @@
-"""Premises that more than one claim test checks, written once so they read the same."""
+"""Premises and power checks that more than one claim test makes, written once so they read
+the same."""
 
 from __future__ import annotations
 
-__all__ = ["history_columns", "sum_of_frequency_terms"]
+__all__ = ["history_columns", "rho_power", "sum_of_frequency_terms"]
 
 
 def sum_of_frequency_terms(model, claim) -> bool:
@@ -32,4 +33,32 @@ def history_columns(claim, history, needed) -> None:
         len(missing),
         "==",
         0,
+    )
+
+
+def rho_power(
+    claim, n: int, level: float, *, guards: str, sides: int = 2, effect: float | None = None
+) -> bool:
+    """Power check of a Spearman test over ``n`` units at ``level``: power >= the
+    vocabulary's ``min_power`` against ``effect`` (default: the vocabulary's ``effect_rho``,
+    0.47 - Table 1's smallest FDR-significant |rho|, tex:238). ``guards``: "supported" for an
+    absence claim ("no X predicts"), "refuted" for a presence claim. Below 4 units no rank
+    test can see anything: power 0."""
+    from qkcore.stats.power import spearman_power
+
+    rho = claim.threshold("effect_rho") if effect is None else effect
+    source = (
+        "the vocabulary's effect_rho, Table 1's smallest FDR-significant |rho| (tex:238)"
+        if effect is None
+        else "the paper's own reported effect"
+    )
+    side = "one-sided" if sides == 1 else "two-sided"
+    return claim.power(
+        f"power to detect rho = {rho:g} ({side}, level {level:.3g}, n = {n})",
+        spearman_power(rho, n, level, sides=sides) if n > 3 else 0.0,
+        ">=",
+        "min_power",
+        effect=f"rho = {rho:g}, {source}",
+        guards=guards,
+        n=n,
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 
+from claims.premises import rho_power
 from qkcore.analysis.depth import (
     attention_patterns,
     depth_misprediction,
@@ -36,7 +37,7 @@ from qkcore.linalg.resolvent import (
 from qkcore.pytest_plugin import claim
 from qkcore.pytest_plugin.author import PremiseUnmet
 from qkcore.stats.inference import spearman_exact
-from qkcore.stats.power import critical_spearman_rho, spearman_power, spearman_test
+from qkcore.stats.power import critical_spearman_rho, spearman_test
 from qkcore.testing.strategies import attention_stacks
 
 UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
@@ -296,19 +297,7 @@ def test_signed_non_normality(evidence, claim):
     prev = table["prev"].to_numpy().reshape(reserves["excess"].shape).ravel()
     routing = ~is_sink
     n_routing = int(routing.sum())
-    effect = claim.threshold("effect_rho")
-    claim.power(
-        f"power to detect rho = {effect} over the routing heads (one-sided)",
-        spearman_power(effect, n_routing, claim.threshold("alpha"), sides=1)
-        if n_routing > 3
-        else 0.0,
-        ">=",
-        "min_power",
-        effect=f"rho = {effect}, the smallest association the paper calls significant "
-        "(Table 1, tex:238)",
-        guards="refuted",
-        n=n_routing,
-    )
+    rho_power(claim, n_routing, claim.threshold("alpha"), guards="refuted", sides=1)
     claim.statement("share of sink heads", float(is_sink.mean()), ">", "majority", n=len(sink))
     sink_median = float(np.median(excess[is_sink]))
     routing_median = float(np.median(excess[routing])) if routing.any() else float("nan")
@@ -410,17 +399,7 @@ def test_no_single_summary_predicts_criticality(evidence, claim):
     )
     n = critical.size
     level = claim.threshold("alpha") / len(R5_SUMMARIES)
-    effect = claim.threshold("effect_rho")
-    claim.power(
-        f"power to detect rho = {effect} at 0.05/{len(R5_SUMMARIES)} (two-sided)",
-        spearman_power(effect, n, level),
-        ">=",
-        "min_power",
-        effect=f"rho = {effect}, the smallest association the paper calls significant "
-        "(Table 1, tex:238)",
-        guards="supported",
-        n=n,
-    )
+    rho_power(claim, n, level, guards="supported")
     reserves = head_reserves(attention_patterns(model, real_inputs(model, 2, 48)), n_null=8)
     summaries = {name: table[name].to_numpy() for name in R5_SUMMARIES[:-1]}
     summaries["reserve excess"] = reserves["excess"].ravel()

@@ -23,12 +23,12 @@ import math
 import numpy as np
 import pytest
 
-from claims.premises import history_columns
+from claims.premises import history_columns, rho_power
 from qkcore.analysis.gridruns import censored_formation
 from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import exact_permutation_test
 from qkcore.stats.population import top_k_heads, top_k_percentile
-from qkcore.stats.power import spearman_power, spearman_test
+from qkcore.stats.power import spearman_test
 
 ROPE = ("rope", "rope-partial")
 NON_ROPE = ("ape", "alibi")
@@ -53,19 +53,9 @@ def _mean_abs_imag(table) -> float:
 
 
 def _presence_power(claim, n: int, *, sides: int) -> None:
-    """Power of a Spearman test over ``n`` units to see the vocabulary's effect_rho: a presence
-    claim ("X tracks Y") cannot be refuted by a test that could not have seen it."""
-    effect = claim.threshold("effect_rho")
-    claim.power(
-        f"power to detect rho = {effect} ({'one' if sides == 1 else 'two'}-sided, alpha)",
-        spearman_power(effect, n, claim.threshold("alpha"), sides=sides) if n > 3 else 0.0,
-        ">=",
-        "min_power",
-        effect=f"rho = {effect}, the smallest association the paper calls significant "
-        "(Table 1, tex:238)",
-        guards="refuted",
-        n=n,
-    )
+    """A presence claim ("X tracks Y") cannot be refuted by a test that could not have seen the
+    vocabulary's effect_rho over ``n`` units."""
+    rho_power(claim, n, claim.threshold("alpha"), guards="refuted", sides=sides)
 
 
 #: Seed 001's table, "mean eigenvalue imaginary part", for the models with a published table:

@@ -12,9 +12,9 @@ from typing import Any
 
 import scipy.stats
 
+from claims.premises import rho_power
 from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import benjamini_hochberg
-from qkcore.stats.power import spearman_power
 
 METRICS = ("dir_frac", "content_pos_frac", "imag_mass")
 BEHAVIOURS = ("prev", "dup", "ind")
@@ -75,16 +75,7 @@ def test_taxonomy_holds_in_every_model(evidence: Any, claim: Any) -> None:
     tests = {cell: _spearman(table, *cell) for cell in FAMILY}
     q = dict(zip(FAMILY, benjamini_hochberg([p for _, p in tests.values()]), strict=True))
     alpha = claim.threshold("alpha")
-    claim.power(
-        "power to detect |rho| = 0.47 at Bonferroni alpha 0.05/12",
-        spearman_power(claim.threshold("effect_rho"), n, alpha / len(FAMILY)),
-        ">=",
-        "min_power",
-        effect="rho = 0.47, the vocabulary's effect_rho (Table 1's smallest FDR-significant "
-        "|rho|, tex:238)",
-        guards="refuted",
-        n=n,
-    )
+    rho_power(claim, n, alpha / len(FAMILY), guards="refuted")
     for (metric, behaviour), sign in GPT2_SIGN.items():
         rho = tests[(metric, behaviour)][0]
         shown = "+" if sign > 0 else "-"

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from claims.premises import rho_power
 from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import benjamini_hochberg
-from qkcore.stats.power import spearman_power
 
 # (metric, behaviour): the paper's Spearman rho as printed in Table 1 (tab:taxonomy).
 S4A = {
@@ -52,16 +52,7 @@ def _power_to_see_the_smallest_effect(claim, n: int, alpha: float) -> None:
     """A "not significant" reading is worth something only if the test could have seen the
     paper's smallest reported effect: power >= the vocabulary's "min_power" at this n and level.
     An absence claim: without that power the row cannot be supported."""
-    effect = claim.threshold("effect_rho")
-    claim.power(
-        f"power to detect |rho| = {effect} at alpha {alpha:.2g}",
-        spearman_power(effect, n, alpha),
-        ">=",
-        "min_power",
-        effect=f"|rho| = {effect}, Table 1's smallest FDR-significant cell (tex:238)",
-        guards="supported",
-        n=n,
-    )
+    rho_power(claim, n, alpha, guards="supported")
 
 
 @claim("S4a", evidence=("paper",), models=("gpt2",), columns=("prev", "dup", "ind", "copying"))

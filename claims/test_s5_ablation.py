@@ -34,10 +34,10 @@ import math
 
 import scipy.stats
 
+from claims.premises import rho_power
 from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import benjamini_hochberg
 from qkcore.stats.population import head_name, partial_rho, partial_rho_ci
-from qkcore.stats.power import spearman_power
 
 
 def _abs_rho_interval(rho: float, n: int) -> tuple[float, float]:
@@ -201,17 +201,8 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim):
         n=n,
         text=True,
     )
-    alpha, effect_rho = claim.threshold("alpha"), claim.threshold("effect_rho")
-    claim.power(
-        f"power to detect |rho| = {effect_rho} at Bonferroni alpha / {len(NAMED_SCALARS)}",
-        spearman_power(effect_rho, n, alpha / len(NAMED_SCALARS)),
-        ">=",
-        "min_power",
-        effect=f"rho = {effect_rho}, the vocabulary's effect_rho (Table 1's smallest "
-        "FDR-significant |rho|, tex:238)",
-        guards="supported",
-        n=n,
-    )
+    alpha = claim.threshold("alpha")
+    rho_power(claim, n, alpha / len(NAMED_SCALARS), guards="supported")
     tests = {m: scipy.stats.spearmanr(table["dICL_sym"], table[m]) for m in NAMED_SCALARS}
     q = benjamini_hochberg([float(t.pvalue) for t in tests.values()])
     for (metric, test), q_metric in zip(tests.items(), q, strict=True):

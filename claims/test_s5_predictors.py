@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 import scipy.stats
 
+from claims.premises import rho_power
 from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import benjamini_hochberg, layer_clustered_bootstrap_ci
 from qkcore.stats.population import head_name, top_k_heads
-from qkcore.stats.power import spearman_power
 
 #: The spectral scalars of GPT-2's table: per-head quantities computed from M = W_Q W_K^T alone
 #: (its SVD, symmetric/antisymmetric split, eigenvalues and Schur form, the principal angles
@@ -185,16 +185,7 @@ def test_no_spectral_scalar_predicts_need_for_m_a(evidence: Any, claim: Any, met
     q = dict(zip(SPECTRAL, benjamini_hochberg([t.pvalue for t in tests.values()]), strict=True))
     rho = float(tests[metric].statistic)
     alpha = claim.threshold("alpha")
-    claim.power(
-        f"power to detect |rho| = 0.47 at Bonferroni alpha 0.05/{len(SPECTRAL)}",
-        spearman_power(claim.threshold("effect_rho"), n, alpha / len(SPECTRAL)),
-        ">=",
-        "min_power",
-        effect="rho = 0.47, the vocabulary's effect_rho (Table 1's smallest FDR-significant "
-        "|rho|, tex:238)",
-        guards="supported",
-        n=n,
-    )
+    rho_power(claim, n, alpha / len(SPECTRAL), guards="supported")
     claim.statement(f"BH q of rho(dICL_sym, {metric})", float(q[metric]), ">=", "alpha", n=n)
     claim.record.check(
         f"|rho(dICL_sym, {metric})| (printed: <~ 0.1)", abs(rho), "<=", "0.1", kind="number", n=n

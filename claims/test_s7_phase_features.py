@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
+from claims.premises import rho_power
 from claims.test_s7_s8_rope import ROPE, S7
 from qkcore.pytest_plugin import claim
 from qkcore.pytest_plugin.author import Claim
@@ -152,16 +153,7 @@ def test_prev_heads_carry_high_frequency_phase(evidence: Any, claim: Claim) -> N
         )
         printed = claim.entry.printed_value(label, evidence.ref.name)
         effect = float(printed) if printed is not None else claim.threshold("effect_rho")
-        source = "the paper's printed rho (tex:370)" if printed else "the vocabulary's effect_rho"
-        claim.power(
-            f"power to detect rho = {effect:.2f}, {label}",
-            spearman_power(effect, n, alpha),
-            ">=",
-            "min_power",
-            effect=f"rho = {effect:.2f}, {source}",
-            guards="refuted",
-            n=n,
-        )
+        rho_power(claim, n, alpha, guards="refuted", effect=None if printed is None else effect)
     claim.note(
         "the heads are the model's whole population; the layer-clustered CI carries the "
         "dependence between heads of one layer that the asymptotic p ignores"

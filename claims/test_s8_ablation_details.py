@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
+from claims.premises import rho_power
 from claims.test_press import VOCAB
 from claims.test_s7_s8_rope import S8B
 from qkcore.evidence.pieces import PaperEvidence, PaperEvidenceSet
 from qkcore.pytest_plugin import claim
 from qkcore.pytest_plugin.author import Claim
 from qkcore.stats.population import head_name, top_k_heads
-from qkcore.stats.power import spearman_power
 
 #: The paper's three RoPE models, in its order (§8 prints a row for each).
 RUNS = tuple(S8B)
@@ -347,16 +347,7 @@ def test_head_level_correlations_are_null(evidence: PaperEvidence, claim: Claim)
     table = evidence.head_table()
     n = len(table)
     level = claim.threshold("alpha") / len(CORRELATES)
-    claim.power(
-        "power of each Spearman test at alpha / 5",
-        spearman_power(claim.threshold("effect_rho"), n, level),
-        ">=",
-        "min_power",
-        effect="rho = 0.47, the vocabulary's effect_rho (Table 1's smallest FDR-significant "
-        "|rho|, tex:238)",
-        guards="supported",
-        n=n,
-    )
+    rho_power(claim, n, level, guards="supported")
     for metric in CORRELATES:
         result = scipy.stats.spearmanr(table["dInd_rope"], table[metric])
         rho, p = float(result.statistic), float(result.pvalue)
