@@ -3,7 +3,7 @@ the same."""
 
 from __future__ import annotations
 
-__all__ = ["history_columns", "rho_power", "sum_of_frequency_terms"]
+__all__ = ["history_columns", "rho_fisher_interval", "rho_power", "sum_of_frequency_terms"]
 
 
 def sum_of_frequency_terms(model, claim) -> bool:
@@ -62,3 +62,12 @@ def rho_power(
         guards=guards,
         n=n,
     )
+
+
+def rho_fisher_interval(rho: float, n: int) -> tuple[float, float]:
+    """95% interval of a Spearman rho over ``n`` units: Fisher z with Fieller's variance
+    1.06 / (n - 3)."""
+    import math
+
+    half = 1.959964 * math.sqrt(1.06 / (n - 3))
+    return math.tanh(math.atanh(rho) - half), math.tanh(math.atanh(rho) + half)

@@ -30,21 +30,18 @@ induction loss, and that substitution is what the toy rows test.
 
 from __future__ import annotations
 
-import math
-
 import scipy.stats
 
-from claims.premises import rho_power
+from claims.premises import rho_fisher_interval, rho_power
 from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import benjamini_hochberg
 from qkcore.stats.population import head_name, partial_rho, partial_rho_ci
 
 
 def _abs_rho_interval(rho: float, n: int) -> tuple[float, float]:
-    """95% Fisher interval of |rho| (Spearman variance 1.06 / (n - 3)); from 0 when the
-    interval of rho contains 0."""
-    half = 1.959964 * math.sqrt(1.06 / (n - 3))
-    lo, hi = math.tanh(math.atanh(rho) - half), math.tanh(math.atanh(rho) + half)
+    """95% Fisher interval of |rho| (:func:`~claims.premises.rho_fisher_interval`); from 0
+    when the interval of rho contains 0."""
+    lo, hi = rho_fisher_interval(rho, n)
     if lo <= 0 <= hi:
         return 0.0, max(-lo, hi)
     return min(abs(lo), abs(hi)), max(abs(lo), abs(hi))

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from claims.premises import rho_power
+from claims.premises import rho_fisher_interval, rho_power
 from qkcore.pytest_plugin import claim
 from qkcore.stats.inference import benjamini_hochberg, layer_clustered_bootstrap_ci
 from qkcore.stats.population import head_name, top_k_heads
@@ -144,13 +144,6 @@ def test_nested_regression_on_the_ablation_effect(evidence: Any, claim: Any) -> 
     )
 
 
-def _fisher_ci(rho: float, n: int) -> tuple[float, float]:
-    """95% CI of a Spearman rho: Fisher z with Fieller's variance 1.06 / (n - 3)."""
-    half = 1.959964 * np.sqrt(1.06 / (n - 3))
-    z = np.arctanh(rho)
-    return float(np.tanh(z - half)), float(np.tanh(z + half))
-
-
 @claim("S5f", evidence=("paper",), models=("gpt2",), columns=("dICL_sym", *SPECTRAL))
 @pytest.mark.parametrize("metric", SPECTRAL)
 def test_no_spectral_scalar_predicts_need_for_m_a(evidence: Any, claim: Any, metric: str) -> None:
@@ -192,7 +185,7 @@ def test_no_spectral_scalar_predicts_need_for_m_a(evidence: Any, claim: Any, met
     )
     claim.measure(f"rho(dICL_sym, {metric})", rho, n=n)
     claim.measure("p (uncorrected)", float(tests[metric].pvalue), n=n)
-    claim.measure("95% Fisher-z CI of rho", list(_fisher_ci(rho, n)), n=n)
+    claim.measure("95% Fisher-z CI of rho", list(rho_fisher_interval(rho, n)), n=n)
     claim.measure(
         f"rho(dCE_sym, {metric}) (general CE, not the reading)",
         float(scipy.stats.spearmanr(table["dCE_sym"], table[metric]).statistic),

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
+from claims.premises import rho_power
 from qkcore.linalg.operators import QKFactors
 from qkcore.linalg.spectra import D_head, dir_frac
 from qkcore.pytest_plugin import Claim, claim
@@ -541,15 +542,7 @@ def test_rope_class_separation_without_within_class_gradation(evidence: Any, cla
     rho, p_sub, n_sub = _partial(table[table["prev"] > cut])
     claim.measure(f"subset partial rho within prev > {cut}", rho, n=n_sub)
     claim.statement(f"subset partial within prev > {cut}: p (n.s.)", p_sub, ">=", "alpha", n=n_sub)
-    claim.power(
-        f"power of the subset partial (n = {n_sub})",
-        spearman_power(effect, n_sub, alpha),
-        ">=",
-        "min_power",
-        effect=EFFECT_RHO,
-        guards="supported",
-        n=n_sub,
-    )
+    rho_power(claim, n_sub, alpha, guards="supported")
     other = claim.threshold("class_cut_pythia")
     if cut != other:
         rho2, p2, n2 = _partial(table[table["prev"] > other])
@@ -671,15 +664,7 @@ def test_where_the_learned_absolute_aggregates_come_from(evidence: Any, claim: C
         claim.statement("candidates' partial below the aggregate", rho, "<", aggregate, n=n)
     else:
         claim.statement("candidates' partial rho (no positive contribution)", rho, "<=", 0.0, n=n)
-    claim.power(
-        f"power of the candidates' partial (n = {n})",
-        spearman_power(claim.threshold("effect_rho"), n, alpha),
-        ">=",
-        "min_power",
-        effect=EFFECT_RHO,
-        guards="refuted" if name == "gpt2" else "supported",
-        n=n,
-    )
+    rho_power(claim, n, alpha, guards="refuted" if name == "gpt2" else "supported")
 
 
 # --------------------------------------------------------------------------------------- S6o

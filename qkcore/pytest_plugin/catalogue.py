@@ -48,6 +48,7 @@ __all__ = [
     "Term",
     "catalogue_for",
     "catalogue_table",
+    "readme_with_block",
     "readme_with_table",
 ]
 
@@ -237,9 +238,14 @@ README_START = "<!-- catalogue table: qk-claims-catalogue writes it -->"
 README_END = "<!-- end of catalogue table -->"
 
 
+def readme_with_block(readme: str, start_marker: str, end_marker: str, text: str) -> str:
+    """README's text with the generated block between two marker lines replaced by ``text``."""
+    start, end = readme.find(start_marker), readme.find(end_marker)
+    if start < 0 or end < start:
+        raise CheckError(f"README has no '{start_marker}' ... '{end_marker}' block")
+    return readme[: start + len(start_marker)] + "\n\n" + text + "\n" + readme[end:]
+
+
 def readme_with_table(readme: str, table: str) -> str:
     """README's text with its catalogue table replaced by ``table``."""
-    start, end = readme.find(README_START), readme.find(README_END)
-    if start < 0 or end < start:
-        raise CheckError(f"README has no '{README_START}' ... '{README_END}' block")
-    return readme[: start + len(README_START)] + "\n\n" + table + "\n" + readme[end:]
+    return readme_with_block(readme, README_START, README_END, table)

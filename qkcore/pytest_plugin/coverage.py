@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qkcore.pytest_plugin.catalogue import Catalogue
+from qkcore.pytest_plugin.catalogue import Catalogue, readme_with_block
 from qkcore.pytest_plugin.checks import CheckError
 
 __all__ = [
@@ -154,7 +154,4 @@ README_FINDINGS_END = "<!-- end of findings table -->"
 
 def readme_with_findings(readme: str, table: str) -> str:
     """README's text with its findings table replaced by ``table``."""
-    start, end = readme.find(README_FINDINGS_START), readme.find(README_FINDINGS_END)
-    if start < 0 or end < start:
-        raise CheckError(f"README has no '{README_FINDINGS_START}' ... '{README_FINDINGS_END}'")
-    return readme[: start + len(README_FINDINGS_START)] + "\n\n" + table + "\n" + readme[end:]
+    return readme_with_block(readme, README_FINDINGS_START, README_FINDINGS_END, table)
