@@ -5,10 +5,10 @@ given a ``MANIFEST.json`` (sha256 of every file), then renamed into place in one
 lock serialises builders of the same key, so two xdist workers never build it twice; readers
 verify the manifest, so a damaged entry is reported instead of used.
 
-``<code>`` is :func:`code_digest` - the qkcore source that computes (all but the tests and the
-pytest plugin, which only judge) and the versions of the packages that shape numbers - appended
-by the cache itself, so no entry can outlive the code that computed it and no caller can forget
-to say which code that was.
+``<code>`` is :func:`code_digest` - the qkcore source that computes (all but the tests, the
+pytest plugin and the build engine, which only judge or schedule) and the versions of the
+packages that shape numbers - appended by the cache itself, so no entry can outlive the code
+that computed it and no caller can forget to say which code that was.
 
 The root is ``$QK_CACHE_DIR``, else ``~/.cache/qkcore`` - outside the repository.
 
@@ -177,10 +177,11 @@ NUMERIC_PACKAGES = (
 )
 
 
-#: Folders of the package whose code judges or checks what entries hold but computes none of
-#: them: the tests, and the pytest plugin (verdicts, baseline, reports). Editing them keeps the
-#: cache, so a change to how a verdict is judged re-judges the same numbers.
-NOT_COMPUTING = ("tests", "pytest_plugin")
+#: Folders of the package whose code judges, checks or schedules what entries hold but computes
+#: none of them: the tests, the pytest plugin (verdicts, baseline, reports) and the build engine
+#: (which process runs a build, and when, cannot change what the build writes). Editing them
+#: keeps the cache, so a change to how a verdict is judged re-judges the same numbers.
+NOT_COMPUTING = ("tests", "pytest_plugin", "engine")
 
 
 def package_digest(root: Path) -> str:

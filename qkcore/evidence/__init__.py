@@ -9,6 +9,5 @@ parametrization; nothing below imports it.
   ``BuildTask`` s that prepare them
 - :mod:`~qkcore.evidence.params`     - the registry of kinds: markers -> parameters
 - :mod:`~qkcore.evidence.options`    - each kind's command-line options and their checks
-- :mod:`~qkcore.evidence.prepare`    - the preparation phase: builds in a pool, with progress
 - :mod:`~qkcore.evidence.fetch`      - the paper's tables from its repository, verified
 """

@@ -97,6 +97,24 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.extra_keyword_matches.add(str(marker.args[0]))
 
 
+_FAMILIES = ("ape", "alibi", "rope")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--only-scheme rope``: the rows whose evidence carries RoPE and no other scheme."""
+    family = config.getoption("--only-scheme", None)
+    if family is None:
+        return
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        carried = {mark.name for mark in item.iter_markers() if mark.name in _FAMILIES}
+        (keep if carried == {family} else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture
 def claim_record(request: pytest.FixtureRequest) -> ClaimRecorder:
     """Recorder of a claim test's measurements; the report is built only from these."""

@@ -32,11 +32,21 @@ def add_claims_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--claims-prepare",
-        choices=("on", "off"),
-        default="on",
-        help="on (default): after collection, build the evidence the selected tests need "
-        "(toy runs, per-head tables) in a process pool with progress lines, then run the tests "
-        "on the caches; off: each test builds what it needs when it first runs, silently",
+        choices=("stream", "first", "off", "on"),
+        default="stream",
+        help="stream (default): after collection, print what the selection builds and why, "
+        "build it in a process pool in the background (the build that releases the most tests "
+        "per second first) and run each test as soon as its evidence is cached - tests that "
+        "need no build first; first: every build, then every test; off: each test builds what "
+        "it needs when it first runs, silently. 'on' is 'stream'",
+    )
+    group.addoption(
+        "--only-scheme",
+        choices=("ape", "alibi", "rope"),
+        default=None,
+        help="keep only rows whose evidence is all of this positional scheme: unlike -m rope, "
+        "which also keeps rows on sets that include RoPE models (toy-cpu:all-models needs the "
+        "APE and ALiBi toys too), and rows without evidence (identities) are dropped",
     )
     group.addoption(
         "--claims-prepare-workers",

@@ -28,7 +28,8 @@ LAYERS = {
     "qkcore.testing": 3,  # tiny models of every family: reads the architecture table
     "qkcore.analysis": 3,
     "qkcore.evidence": 4,
-    "qkcore.pytest_plugin": 5,
+    "qkcore.engine": 5,  # runs the evidence's builds; computes nothing (keeps the cache)
+    "qkcore.pytest_plugin": 6,
 }
 #: ``import qkcore`` stays cheap and model-free: the facade re-exports the core only.
 FACADE_MAX_LAYER = 1

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 from qkcore.diskcache import DiskCache
+from qkcore.engine.prepare import prepare
 from qkcore.evidence.pieces import BuildTask
-from qkcore.evidence.prepare import prepare
 
 
 def record(folder: str, name: str, seconds: float = 0.0) -> None:

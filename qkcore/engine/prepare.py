@@ -2,8 +2,11 @@
 
 Given :class:`~qkcore.evidence.pieces.BuildTask` s, :func:`prepare` drops duplicates and those
 already done (a stamp in the disk cache, whose path carries the code digest, so a code change
-prepares again), then runs the rest in a process pool: largest expected cost first, never more
-than ``memory_budget_gb`` of expected peaks at once. It prints one line per finished build and,
+prepares again), then runs the rest in a process pool, in ``order`` (by default largest expected
+cost first; :class:`~qkcore.engine.order.UnblockingOrder` starts the build that releases the
+most waiting tests per second), never more than ``memory_budget_gb`` of expected peaks at once.
+``on_settled`` hears of each build as it ends, so tests can run while the others go on
+(:class:`~qkcore.engine.background.BackgroundBuild`). It prints one line per finished build and,
 when nothing finished for ``heartbeat`` seconds, a status naming what is running - so a cold run
 shows progress at least that often (on a terminal, a redrawn progress bar; in logs, a line).
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -28,15 +32,21 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from qkcore.diskcache import DiskCache
+from qkcore.engine.order import UnblockingOrder
 from qkcore.evidence.pieces import BuildTask
 
-__all__ = ["PrepareSummary", "prepare", "print_line", "stamp_key"]
+__all__ = ["PrepareSummary", "is_built", "prepare", "print_line", "stamp_key"]
 
 
 def stamp_key(task: BuildTask) -> str:
     """Cache key of the stamp that says ``task`` is done (with this code: the cache appends the
     code digest to every key)."""
     return "prepared-" + hashlib.sha256(repr(task.key).encode()).hexdigest()[:16]
+
+
+def is_built(task: BuildTask, cache: DiskCache | None = None) -> bool:
+    """Whether ``task`` is done with this code (its stamp is in the cache)."""
+    return (cache or DiskCache.default()).path(stamp_key(task)).exists()
 
 
 @dataclass
@@ -100,8 +110,19 @@ def prepare(
     line: Callable[[str], None],
     bar: Callable[[str], None] | None = None,
     cache: DiskCache | None = None,
+    order: UnblockingOrder | None = None,
+    on_settled: Callable[[BuildTask, str | None], None] | None = None,
+    stop: threading.Event | None = None,
+    announce: bool = True,
 ) -> PrepareSummary:
-    """Run every task not yet done; see the module docstring."""
+    """Run every task not yet done; see the module docstring.
+
+    ``on_settled(task, error)`` is called (in this thread) when a build ends - ``error`` is
+    ``None`` for a success - and for each task found already done. ``stop``, once set, ends
+    the phase: nothing more starts, and the running builds' processes are terminated (the
+    cache never holds a half-written entry: entries appear by one rename). ``announce=False``
+    leaves out the opening line (a caller that printed its own plan).
+    """
     cache = cache or DiskCache.default()
     start = time.monotonic()
     summary = PrepareSummary()
@@ -110,32 +131,41 @@ def prepare(
         unique.setdefault(task.key, task)
     todo = []
     for task in unique.values():
-        if cache.path(stamp_key(task)).exists():
+        if is_built(task, cache):
             summary.cached.append(task.label)
+            if on_settled is not None:
+                on_settled(task, None)
         else:
             todo.append(task)
     if not todo:
         summary.seconds = time.monotonic() - start
         return summary
-    todo.sort(key=lambda t: -t.cost)
+    order = order or UnblockingOrder({})
+    todo = order.rank(todo, settled=set())
     total, expected = len(todo), sum(t.cost for t in todo)
     progress = _Progress(line, bar, total)
-    progress.line(
-        f"prepare: {total} build{'s' * (total > 1)} the selected tests need "
-        f"(expected {_left(expected / max(1, min(workers, total))).replace(' left', '')} on "
-        f"{workers} processes; {len(summary.cached)} already cached)"
-    )
+    if announce:
+        progress.line(
+            f"prepare: {total} build{'s' * (total > 1)} the selected tests need "
+            f"(expected {_left(expected / max(1, min(workers, total))).replace(' left', '')} on "
+            f"{workers} processes; {len(summary.cached)} already cached)"
+        )
     running: dict[Future, tuple[BuildTask, float]] = {}
     pending = list(todo)
     done_cost = done_actual = 0.0
     context = multiprocessing.get_context("spawn")  # no threads or locks inherited
+    settled: set[tuple] = set()
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_quiet_worker
     ) as pool:
         last_line = time.monotonic()
         while pending or running:
+            if stop is not None and stop.is_set():
+                _terminate(pool)
+                break
             in_use = sum(task.memory_gb for task, _ in running.values())
-            for task in list(pending):
+            busy = settled | {task.key for task, _ in running.values()}
+            for task in order.rank(pending, busy):
                 if len(running) >= workers:
                     break
                 if running and in_use + task.memory_gb > memory_budget_gb:
@@ -143,7 +173,7 @@ def prepare(
                 pending.remove(task)
                 running[pool.submit(task.fn, *task.args)] = (task, time.monotonic())
                 in_use += task.memory_gb
-            finished, _ = wait(running, timeout=heartbeat, return_when=FIRST_COMPLETED)
+            finished, _ = wait(running, timeout=min(heartbeat, 2.0), return_when=FIRST_COMPLETED)
             now = time.monotonic()
             for future in finished:
                 task, began = running.pop(future)
@@ -157,6 +187,9 @@ def prepare(
                     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
                     summary.failed.append((task.label, f"{type(error).__name__}: {message}"))
                     status = f"FAILED ({type(error).__name__}: {message}); its tests will say"
+                settled.add(task.key)
+                if on_settled is not None:
+                    on_settled(task, None if error is None else f"{type(error).__name__}")
                 done_cost += task.cost
                 done_actual += took
                 count = len(summary.built) + len(summary.failed)
@@ -184,6 +217,14 @@ def prepare(
         f"{len(summary.cached)} cached, in {_clock(summary.seconds)}"
     )
     return summary
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: nothing queued starts, running builds' processes are killed (a build
+    writes into a private folder renamed into place at its end, so none is left half-done)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.terminate()
 
 
 def _quiet_worker() -> None:

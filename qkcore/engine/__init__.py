@@ -1,0 +1,26 @@
+"""The build engine: runs the evidence's build tasks - in what order, where, with what progress.
+
+Layer 5 of qkcore, between the evidence (whose pieces list their
+:class:`~qkcore.evidence.pieces.BuildTask` s) and the pytest plugin (which decides what the
+selected tests need). It computes nothing: which process runs a build, and when, cannot change
+what the build writes, so editing the engine keeps the cache
+(:data:`qkcore.diskcache.NOT_COMPUTING`).
+
+- :mod:`~qkcore.engine.order`      - which build first: the most tests released per second
+- :mod:`~qkcore.engine.prepare`    - the builds in a process pool, with progress and stamps
+- :mod:`~qkcore.engine.background` - the same in a thread, so tests run as builds finish
+"""
+
+from qkcore.engine.background import BackgroundBuild
+from qkcore.engine.order import UnblockingOrder
+from qkcore.engine.prepare import PrepareSummary, is_built, prepare, print_line, stamp_key
+
+__all__ = [
+    "BackgroundBuild",
+    "PrepareSummary",
+    "UnblockingOrder",
+    "is_built",
+    "prepare",
+    "print_line",
+    "stamp_key",
+]

@@ -1,0 +1,116 @@
+"""The preparation phase in a thread: tests run while their evidence is still being built.
+
+:class:`BackgroundBuild` runs :func:`~qkcore.engine.prepare.prepare` in a daemon thread and
+keeps what it hears: which build keys are settled (built, or failed: a failed build's tests
+rebuild it and error in their own rows) and the progress lines, queued for the thread that owns
+the terminal (two threads writing one terminal would garble it). ``notify`` is called after
+each event, so an owner blocked elsewhere (xdist's controller loop) can be woken.
+
+Example::
+
+    build = BackgroundBuild(tasks, order=order, notify=wake).start()
+    build.wait({("toy", "rope", 0)}, timeout=1.0)   # True once that toy is built or failed
+    for kind, text in build.drain(): ...            # ("line" | "bar", text)
+    build.stop()                                    # at the session's end, whatever is left
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from qkcore.engine.order import UnblockingOrder
+from qkcore.engine.prepare import PrepareSummary, prepare
+from qkcore.evidence.pieces import BuildTask
+
+__all__ = ["BackgroundBuild"]
+
+
+class BackgroundBuild:
+    """:func:`~qkcore.engine.prepare.prepare` in a thread, observed (module docstring)."""
+
+    def __init__(
+        self,
+        tasks: Sequence[BuildTask],
+        *,
+        order: UnblockingOrder | None = None,
+        notify: Callable[[], None] | None = None,
+        **prepare_options: Any,
+    ) -> None:
+        self.tasks = list(tasks)
+        self.order = order
+        self.notify = notify or (lambda: None)
+        self.options = prepare_options
+        self.summary: PrepareSummary | None = None
+        self.failed: dict[tuple, str] = {}
+        self._settled: set[tuple] = set()
+        self._changed = threading.Condition()
+        self._messages: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="qk-prepare", daemon=True)
+        self.finished = False
+
+    def start(self) -> BackgroundBuild:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            self.summary = prepare(
+                self.tasks,
+                order=self.order,
+                on_settled=self._settle,
+                stop=self._stop,
+                line=lambda text: self._say("line", text),
+                bar=lambda text: self._say("bar", text),
+                **self.options,
+            )
+        except BaseException as exc:  # the tests must never wait on a phase that died
+            self._say("line", f"prepare: stopped ({type(exc).__name__}: {exc}); tests build lazily")
+        finally:
+            with self._changed:
+                self._settled |= {task.key for task in self.tasks}
+                self.finished = True
+                self._changed.notify_all()
+            self.notify()
+
+    def _settle(self, task: BuildTask, error: str | None) -> None:
+        with self._changed:
+            self._settled.add(task.key)
+            if error is not None:
+                self.failed[task.key] = error
+            self._changed.notify_all()
+        self.notify()
+
+    def _say(self, kind: str, text: str) -> None:
+        self._messages.put((kind, text))
+        self.notify()
+
+    def settled(self, keys: Collection[tuple]) -> bool:
+        """Whether every key is built or failed (or the phase ended)."""
+        with self._changed:
+            return self.finished or all(key in self._settled for key in keys)
+
+    def wait(self, keys: Collection[tuple], timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for :meth:`settled`; its value at the end."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: self.finished or all(key in self._settled for key in keys), timeout
+            )
+
+    def drain(self) -> list[tuple[str, str]]:
+        """The progress messages queued since the last call, oldest first."""
+        out = []
+        while True:
+            try:
+                out.append(self._messages.get_nowait())
+            except queue.Empty:
+                return out
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """End the phase: nothing more starts, running builds are terminated."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)

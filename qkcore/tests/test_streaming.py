@@ -1,0 +1,134 @@
+"""Verdicts as their evidence is ready: a suite with two slow builds, run with the plugin.
+
+A small suite (pytester) offers a ``slow`` evidence kind: ``slow:quick`` (a 1 s build) and
+``slow:late`` (an 8 s build); a ``paper`` claim needs no build. Every test leaves a file saying
+when it ran, every build one saying when it started and ended, so the order is read from the
+files, not from timings: tests that need nothing run before the late build ends, a test never
+runs before its build ends, and the verdicts are those of a run that prepares everything first.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from qkcore.tests.test_author import CATALOGUE, tables  # noqa: F401 - a fixture
+
+pytest_plugins = ["pytester"]
+
+SLOW_KIND = """
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from qkcore.evidence.kinds import EvidenceKind, Offer
+from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.refs import EvidenceRef
+from qkcore.tests.test_prepare import record
+
+FOLDER = os.environ["SLOW_FOLDER"]
+SECONDS = {"quick": 1.0, "late": 8.0}
+
+
+@dataclass(frozen=True)
+class Slow:
+    ref: EvidenceRef
+
+    def build_tasks(self):
+        name = self.ref.model
+        return [BuildTask(("slow", name), f"slow:{name} build", record,
+                          (FOLDER, "built-" + name, SECONDS[name]), cost=SECONDS[name])]
+
+    def built(self):
+        return any(Path(FOLDER).glob(f"built-{self.ref.model}.*"))
+
+
+def offers(options, request):
+    return [Offer(EvidenceRef("slow", name, "rope"), Slow(EvidenceRef("slow", name, "rope")))
+            for name in ("quick", "late")]
+
+
+def pytest_claims_evidence_kinds():
+    return [EvidenceKind("slow", "slow builds", offers, id_format="slow:<name>")]
+"""
+
+SLOW_CLAIMS = """
+import os, time
+from pathlib import Path
+
+from qkcore.pytest_plugin import claim
+
+
+def ran(name):
+    now = f"{time.time():.3f}"
+    Path(os.environ["SLOW_FOLDER"], f"ran-{name}.{now}.{now}").write_text("")
+
+
+@claim("X1", evidence=("slow",))
+def test_built(evidence, claim):
+    ran(evidence.ref.evidence_id.replace(":", "_"))
+    claim.statement("side", 0.0 if evidence.built() else 1.0, "<", "side")
+
+
+@claim("X1", evidence=("paper",))
+def test_paper(evidence, claim):
+    ran(evidence.ref.evidence_id.replace(":", "_"))
+    claim.statement("side", 0.25, "<", "side")
+"""
+
+
+def _times(folder: Path) -> dict[str, tuple[float, float]]:
+    """name -> (start, end) of each build ('built-*') and test ('ran-*': start = end)."""
+    out = {}
+    for path in folder.iterdir():
+        name, start, start_frac, end, end_frac = path.name.split(".")
+        begin = float(f"{start}.{start_frac}")
+        out[name] = (begin, float(f"{end}.{end_frac}") if name.startswith("built") else begin)
+    return out
+
+
+def _run(pytester: pytest.Pytester, paper_tables: Path, tag: str, *args: str):
+    folder = pytester.path / tag
+    folder.mkdir()
+    pytester._monkeypatch.setenv("SLOW_FOLDER", str(folder))
+    pytester._monkeypatch.setenv("QK_CACHE_DIR", str(pytester.path / f"cache-{tag}"))
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(pytester.path),
+        "--paper-data",
+        str(paper_tables),
+        "--claims-baseline",
+        "none",
+        "--claims-report-dir",
+        f"rep-{tag}",
+        *args,
+    )
+    rows = json.loads((pytester.path / f"rep-{tag}" / "claims.json").read_text())["results"]
+    return result, {r["nodeid"]: r["verdict"] for r in rows}, _times(folder)
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makeconftest(SLOW_KIND)
+    pytester.makepyfile(test_slow=SLOW_CLAIMS)
+    return pytester
+
+
+@pytest.mark.parametrize("workers", [["-n", "2"], ["-p", "no:xdist"]], ids=["xdist", "one"])
+def test_tests_run_as_their_evidence_is_built(suite, tables, workers):  # noqa: F811
+    result, verdicts, times = _run(suite, tables, "stream", *workers)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*prepare: 4 selected tests; 2 need no build and run first.*"])
+    late_built = times["built-late"][1]
+    assert times["ran-slow_quick"][0] >= times["built-quick"][1]
+    assert times["ran-slow_late"][0] >= late_built
+    for model in ("gpt2", "pythia-410m"):  # no build: decided while the late one builds
+        assert times[f"ran-paper_{model}"][0] < late_built
+    assert times["ran-slow_quick"][0] < late_built  # released by its own build, not the last
+    _, first, _ = _run(suite, tables, "first", *workers, "--claims-prepare", "first")
+    assert verdicts == first and set(verdicts.values()) == {"supported"}
