@@ -124,7 +124,11 @@ class PreparePhase:
 
     def _start(self, tasks: list[BuildTask], claim_of: dict[str, str], notify: Any) -> None:
         self.done = True
-        if not tasks or self._reporter() is None:
+        if self._reporter() is None:
+            return
+        if not tasks:
+            if self.needs:
+                self._line(f"prepare: nothing to build for the {len(self.needs)} selected tests")
             return
         for text in plan_lines(self.needs, tasks, claim_of, self._workers()):
             self._line(text)

@@ -9,7 +9,9 @@ One subtlety of xdist's worker: it runs a test only once it holds the next one (
 ``nextitem`` to tear fixtures down), so a worker's last released test would sit unrun until
 more are released. It is then sent one waiting test - the one expected to be released first -
 and the worker is *parked* on it: nothing more goes to that worker (which would make it run the
-waiting test) until that test is released. The run ends when nothing waits.
+waiting test) until that test is released. A worker for which no test is left to send (all
+released ones are sent, all waiting ones parked elsewhere) is shut down: it runs what it holds
+and ends. The run ends when nothing waits.
 
 The gate (:class:`~qkcore.pytest_plugin.prepare.PreparePhase`) says what a test waits on
 (``waits_on(node_id)``), whether keys are settled (``settled(keys)``) and the expected order of
@@ -108,19 +110,19 @@ class StreamScheduling(LoadScheduling):
                 self._send_tests(node, min(high - len(node_pending), self.maxschedchunk or high))
         if self.pending or len(node_pending) > 1:
             return
-        if not self.waiting:
-            node.shutdown()  # it runs what it holds, then ends
-        elif node_pending:
-            self._park(node)  # one released test held: a waiting one lets it run
-
-    def _park(self, node: WorkerController) -> None:
         sent = {index for pending in self.node2pending.values() for index in pending}
-        candidates = [index for index in self.waiting if index not in sent]
-        if not candidates:
-            return
+        unsent = [index for index in self.waiting if index not in sent]
+        if not unsent:
+            # every test left is released and sent, or parked on another worker: nothing can
+            # come to this one any more; it runs what it holds, then ends
+            node.shutdown()
+        elif node_pending:
+            self._park(node, unsent)  # one released test held: a waiting one lets it run
+
+    def _park(self, node: WorkerController, unsent: list[int]) -> None:
         collection = self.collection
         assert collection is not None
-        first = min(candidates, key=lambda i: (self.gate.release_rank(collection[i]), i))
+        first = min(unsent, key=lambda i: (self.gate.release_rank(collection[i]), i))
         self.node2pending[node].append(first)
         node.send_runtest_some([first])
         self.parked[node] = first
