@@ -6,6 +6,7 @@ selected tests need). It computes nothing: which process runs a build, and when,
 what the build writes, so editing the engine keeps the cache
 (:data:`qkcore.diskcache.NOT_COMPUTING`).
 
+- :mod:`~qkcore.engine.stamps`     - a build's name: the stamp that says it is done
 - :mod:`~qkcore.engine.order`      - which build first: the most tests released per second
 - :mod:`~qkcore.engine.prepare`    - the builds in a process pool, with progress and stamps
 - :mod:`~qkcore.engine.background` - the same in a thread, so tests run as builds finish
@@ -13,7 +14,8 @@ what the build writes, so editing the engine keeps the cache
 
 from qkcore.engine.background import BackgroundBuild
 from qkcore.engine.order import UnblockingOrder
-from qkcore.engine.prepare import PrepareSummary, is_built, prepare, print_line, stamp_key
+from qkcore.engine.prepare import PrepareSummary, prepare, print_line
+from qkcore.engine.stamps import is_built, stamp_key
 
 __all__ = [
     "BackgroundBuild",

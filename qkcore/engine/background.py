@@ -2,14 +2,17 @@
 
 :class:`BackgroundBuild` runs :func:`~qkcore.engine.prepare.prepare` in a daemon thread and
 keeps what it hears: which build keys are settled (built, or failed: a failed build's tests
-rebuild it and error in their own rows) and the progress lines, queued for the thread that owns
+rebuild it and error in their own rows), by :func:`~qkcore.engine.stamps.stamp_key`, and the
+progress lines, queued for the thread that owns
 the terminal (two threads writing one terminal would garble it). ``notify`` is called after
-each event, so an owner blocked elsewhere (xdist's controller loop) can be woken.
+each event, so an owner blocked elsewhere (xdist's controller loop) can be woken. ``tasks`` may
+be a function that lists them, called in the thread: finding them may import what they
+compute (torch), which the owner need not wait for.
 
 Example::
 
     build = BackgroundBuild(tasks, order=order, notify=wake).start()
-    build.wait({("toy", "rope", 0)}, timeout=1.0)   # True once that toy is built or failed
+    build.wait({stamp_key(toy_task)}, timeout=1.0)   # True once that toy is built or failed
     for kind, text in build.drain(): ...            # ("line" | "bar", text)
     build.stop()                                    # at the session's end, whatever is left
 """
@@ -23,6 +26,7 @@ from typing import Any
 
 from qkcore.engine.order import UnblockingOrder
 from qkcore.engine.prepare import PrepareSummary, prepare
+from qkcore.engine.stamps import stamp_key
 from qkcore.evidence.pieces import BuildTask
 
 __all__ = ["BackgroundBuild"]
@@ -33,19 +37,19 @@ class BackgroundBuild:
 
     def __init__(
         self,
-        tasks: Sequence[BuildTask],
+        tasks: Sequence[BuildTask] | Callable[[], Sequence[BuildTask]],
         *,
         order: UnblockingOrder | None = None,
         notify: Callable[[], None] | None = None,
         **prepare_options: Any,
     ) -> None:
-        self.tasks = list(tasks)
+        self.tasks = tasks
         self.order = order
         self.notify = notify or (lambda: None)
         self.options = prepare_options
         self.summary: PrepareSummary | None = None
-        self.failed: dict[tuple, str] = {}
-        self._settled: set[tuple] = set()
+        self.failed: dict[str, str] = {}
+        self._settled: set[str] = set()
         self._changed = threading.Condition()
         self._messages: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -58,8 +62,9 @@ class BackgroundBuild:
 
     def _run(self) -> None:
         try:
+            tasks = self.tasks() if callable(self.tasks) else self.tasks
             self.summary = prepare(
-                self.tasks,
+                tasks,
                 order=self.order,
                 on_settled=self._settle,
                 stop=self._stop,
@@ -71,16 +76,15 @@ class BackgroundBuild:
             self._say("line", f"prepare: stopped ({type(exc).__name__}: {exc}); tests build lazily")
         finally:
             with self._changed:
-                self._settled |= {task.key for task in self.tasks}
                 self.finished = True
                 self._changed.notify_all()
             self.notify()
 
     def _settle(self, task: BuildTask, error: str | None) -> None:
         with self._changed:
-            self._settled.add(task.key)
+            self._settled.add(stamp_key(task))
             if error is not None:
-                self.failed[task.key] = error
+                self.failed[stamp_key(task)] = error
             self._changed.notify_all()
         self.notify()
 
@@ -88,12 +92,12 @@ class BackgroundBuild:
         self._messages.put((kind, text))
         self.notify()
 
-    def settled(self, keys: Collection[tuple]) -> bool:
+    def settled(self, keys: Collection[str]) -> bool:
         """Whether every key is built or failed (or the phase ended)."""
         with self._changed:
             return self.finished or all(key in self._settled for key in keys)
 
-    def wait(self, keys: Collection[tuple], timeout: float) -> bool:
+    def wait(self, keys: Collection[str], timeout: float) -> bool:
         """Block up to ``timeout`` seconds for :meth:`settled`; its value at the end."""
         with self._changed:
             return self._changed.wait_for(

@@ -1,6 +1,7 @@
 """Which build to start next: the one that releases the most waiting tests per minute of work.
 
-A test waits on a set of build keys; it is *released* when every key is settled (built, or
+A test waits on a set of builds, each named by ``key(task)`` (by default its stamp,
+:func:`~qkcore.engine.stamps.stamp_key`); it is *released* when every key is settled (built, or
 failed - a failed build's tests rebuild it and error in their own rows). Given what the tests
 wait on, :class:`UnblockingOrder` ranks the builds not yet started by
 
@@ -13,15 +14,16 @@ wait on, :class:`UnblockingOrder` ranks the builds not yet started by
 
 Without tests (``needs`` empty) this is largest first. Example::
 
-    order = UnblockingOrder({"t1": {("a",)}, "t2": {("a",), ("b",)}, "t3": {("b",)}})
-    [t.key for t in order.rank(tasks, settled=set())]   # a (releases t1) before b if costs tie
+    order = UnblockingOrder({"t1": {"a"}, "t2": {"a", "b"}, "t3": {"b"}}, key=lambda t: t.label)
+    [t.label for t in order.rank(tasks, settled=set())]   # a (releases t1) before b if costs tie
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 
+from qkcore.engine.stamps import stamp_key
 from qkcore.evidence.pieces import BuildTask
 
 __all__ = ["UnblockingOrder"]
@@ -30,13 +32,18 @@ __all__ = ["UnblockingOrder"]
 class UnblockingOrder:
     """Ranks builds by the tests they release per second (module docstring)."""
 
-    def __init__(self, needs: Mapping[str, Iterable[tuple]]) -> None:
+    def __init__(
+        self,
+        needs: Mapping[str, Iterable[Hashable]],
+        key: Callable[[BuildTask], Hashable] = stamp_key,
+    ) -> None:
         self.needs = {test: frozenset(keys) for test, keys in needs.items()}
+        self.key = key
 
-    def rank(self, pending: Sequence[BuildTask], settled: Collection[tuple]) -> list[BuildTask]:
+    def rank(self, pending: Sequence[BuildTask], settled: Collection[Hashable]) -> list[BuildTask]:
         """``pending`` best first; ``settled`` holds the keys built, failed or running."""
-        releases: Counter[tuple] = Counter()
-        share: defaultdict[tuple, float] = defaultdict(float)
+        releases: Counter[Hashable] = Counter()
+        share: defaultdict[Hashable, float] = defaultdict(float)
         for keys in self.needs.values():
             left = [key for key in keys if key not in settled]
             if len(left) == 1:
@@ -45,8 +52,8 @@ class UnblockingOrder:
                 share[key] += 1.0 / len(left)
 
         def score(task: BuildTask) -> tuple[float, float, float]:
-            cost = max(task.cost, 1.0)
-            return (-releases[task.key] / cost, -share[task.key] / cost, -task.cost)
+            cost, key = max(task.cost, 1.0), self.key(task)
+            return (-releases[key] / cost, -share[key] / cost, -task.cost)
 
         return sorted(pending, key=score)
 
@@ -54,14 +61,14 @@ class UnblockingOrder:
         """Each test's expected place in the order of release if the builds ran one at a
         time in :meth:`rank` order (0: waits on nothing); a test waiting on an unknown key
         comes last."""
-        place: dict[tuple, int] = {}
-        settled: set[tuple] = set()
+        place: dict[Hashable, int] = {}
+        settled: set[Hashable] = set()
         pending = list(tasks)
         while pending:
             best = self.rank(pending, settled)[0]
             pending.remove(best)
-            settled.add(best.key)
-            place[best.key] = len(place) + 1
+            settled.add(self.key(best))
+            place[self.key(best)] = len(place) + 1
         last = len(place) + 1
         return {
             test: max((place.get(key, last) for key in keys), default=0)

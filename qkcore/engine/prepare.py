@@ -22,7 +22,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import threading
 import time
@@ -33,20 +32,10 @@ from typing import TextIO
 
 from qkcore.diskcache import DiskCache
 from qkcore.engine.order import UnblockingOrder
+from qkcore.engine.stamps import is_built, stamp_key
 from qkcore.evidence.pieces import BuildTask
 
 __all__ = ["PrepareSummary", "is_built", "prepare", "print_line", "stamp_key"]
-
-
-def stamp_key(task: BuildTask) -> str:
-    """Cache key of the stamp that says ``task`` is done (with this code: the cache appends the
-    code digest to every key)."""
-    return "prepared-" + hashlib.sha256(repr(task.key).encode()).hexdigest()[:16]
-
-
-def is_built(task: BuildTask, cache: DiskCache | None = None) -> bool:
-    """Whether ``task`` is done with this code (its stamp is in the cache)."""
-    return (cache or DiskCache.default()).path(stamp_key(task)).exists()
 
 
 @dataclass
@@ -114,6 +103,7 @@ def prepare(
     on_settled: Callable[[BuildTask, str | None], None] | None = None,
     stop: threading.Event | None = None,
     announce: bool = True,
+    niceness: int = 0,
 ) -> PrepareSummary:
     """Run every task not yet done; see the module docstring.
 
@@ -121,7 +111,8 @@ def prepare(
     ``None`` for a success - and for each task found already done. ``stop``, once set, ends
     the phase: nothing more starts, and the running builds' processes are terminated (the
     cache never holds a half-written entry: entries appear by one rename). ``announce=False``
-    leaves out the opening line (a caller that printed its own plan).
+    leaves out the opening line (a caller that printed its own plan). ``niceness`` lowers the
+    builds' CPU priority (``os.nice``) where tests run beside them.
     """
     cache = cache or DiskCache.default()
     start = time.monotonic()
@@ -154,9 +145,12 @@ def prepare(
     pending = list(todo)
     done_cost = done_actual = 0.0
     context = multiprocessing.get_context("spawn")  # no threads or locks inherited
-    settled: set[tuple] = set()
+    settled: set = set()
     with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_quiet_worker
+        max_workers=workers,
+        mp_context=context,
+        initializer=_quiet_worker,
+        initargs=(niceness,),
     ) as pool:
         last_line = time.monotonic()
         while pending or running:
@@ -164,7 +158,7 @@ def prepare(
                 _terminate(pool)
                 break
             in_use = sum(task.memory_gb for task, _ in running.values())
-            busy = settled | {task.key for task, _ in running.values()}
+            busy = settled | {order.key(task) for task, _ in running.values()}
             for task in order.rank(pending, busy):
                 if len(running) >= workers:
                     break
@@ -187,7 +181,7 @@ def prepare(
                     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
                     summary.failed.append((task.label, f"{type(error).__name__}: {message}"))
                     status = f"FAILED ({type(error).__name__}: {message}); its tests will say"
-                settled.add(task.key)
+                settled.add(order.key(task))
                 if on_settled is not None:
                     on_settled(task, None if error is None else f"{type(error).__name__}")
                 done_cost += task.cost
@@ -227,11 +221,14 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
         process.terminate()
 
 
-def _quiet_worker() -> None:
+def _quiet_worker(niceness: int = 0) -> None:
     """A build's own progress bars (weights loading, GGUF dequantization) would interleave with
-    the phase's lines on the same terminal: the phase reports for them."""
+    the phase's lines on the same terminal: the phase reports for them. ``niceness`` lowers the
+    build's CPU priority (tests running beside the builds come first)."""
     import os
 
+    if niceness:
+        os.nice(niceness)
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     os.environ["TQDM_DISABLE"] = "1"  # tqdm >= 4.66 reads its defaults from TQDM_* variables
 

@@ -25,8 +25,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-
-from qkcore.evidence.pieces import BuildTask
+from typing import Any
 
 __all__ = ["claim_ids_from_sources", "plan_lines"]
 
@@ -85,23 +84,23 @@ def _joined(names: list[str], most: int = 8) -> str:
 
 
 def plan_lines(
-    needs: Mapping[str, frozenset[tuple]],
-    tasks: list[BuildTask],
+    needs: Mapping[str, frozenset[str]],
+    tasks: list[Any],
     claim_of: Mapping[str, str],
     workers: int,
 ) -> list[str]:
-    """The plan (module docstring): ``needs`` maps each selected test to the keys it waits on
-    (only builds not yet done), ``tasks`` are those builds."""
+    """The plan (module docstring): ``needs`` maps each selected test to the builds it waits on
+    (stamps of builds not yet done); ``tasks`` are those builds (``key``, ``label``, ``cost``)."""
     by_key = {task.key: task for task in tasks}
     free = sum(1 for keys in needs.values() if not keys)
-    waiting_on: dict[tuple, set[tuple[str, str]]] = defaultdict(set)
-    rows_of: dict[tuple, set[str]] = defaultdict(set)
+    waiting_on: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    rows_of: dict[str, set[str]] = defaultdict(set)
     for node_id, keys in needs.items():
         reason = (_evidence_of(node_id), claim_of.get(node_id, node_id))
         for key in keys:
             waiting_on[key].add(reason)
             rows_of[key].add(node_id)
-    groups: dict[frozenset, list[BuildTask]] = defaultdict(list)
+    groups: dict[frozenset, list[Any]] = defaultdict(list)
     for key, task in by_key.items():
         groups[frozenset(waiting_on[key])].append(task)
     wall = _minutes(sum(task.cost for task in tasks) / max(1, workers))[1:]

@@ -1,11 +1,8 @@
 """The preparation phase in pytest: build what the selected tests need, and run each test as
 soon as its evidence is built.
 
-Which evidence the tests need is read from what was collected (``-k`` and deselection
-included): in a plain run from the items' ``evidence`` / ``evidence_set`` parameters; under
-xdist, in the controller, which has no items, by looking the parameter ids of the tests the
-first worker collected up among the ids of every piece the kinds offer
-(:func:`~qkcore.pytest_plugin.evidence.all_pieces`).
+What the tests wait on is read from what was collected (``-k`` and deselection included):
+:mod:`~qkcore.pytest_plugin.needs` (under xdist, a file each worker writes for the controller).
 
 ``--claims-prepare`` says how:
 
@@ -23,51 +20,32 @@ Nothing is built for ``--collect-only``.
 
 from __future__ import annotations
 
-import re
+import tempfile
 from collections.abc import Collection, Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from qkcore.engine import BackgroundBuild, UnblockingOrder, is_built, prepare
+from qkcore.engine import BackgroundBuild, UnblockingOrder, is_built, prepare, stamp_key
 from qkcore.evidence.pieces import BuildTask
 from qkcore.pytest_plugin.evidence import all_pieces
+from qkcore.pytest_plugin.needs import (
+    build_name,
+    pieces_of_id,
+    pieces_of_item,
+    read_needs,
+    write_needs,
+)
 from qkcore.pytest_plugin.plan import claim_ids_from_sources, plan_lines
 from qkcore.pytest_plugin.stream import StreamScheduling
 
-__all__ = ["PreparePhase", "pieces_for_ids"]
+__all__ = ["PreparePhase"]
 
-_PARAM_ID = re.compile(r"\[(?P<id>.*)\]$")
 #: The event name under which the build thread wakes xdist's controller loop.
 _WAKE = "qkclaims_prepare"
-
-
-def pieces_for_ids(ids: Iterable[str], pieces: dict[str, Any]) -> list[Any]:
-    """The pieces (``pieces``: by evidence id) that collected test ids name.
-
-    A test id's parameter part is looked up whole (``test_x[toy-cpu:rope-s1]``); a test with
-    several parameters joins their ids with "-", so an evidence id is also found as one of its
-    "-"-delimited runs. Evidence ids are only compared, never taken apart.
-    """
-    return [piece for node_id in ids for piece in _pieces_of_id(node_id, pieces)]
-
-
-def _pieces_of_id(node_id: str, pieces: dict[str, Any]) -> list[Any]:
-    match = _PARAM_ID.search(node_id)
-    if match is None:
-        return []
-    found = pieces.get(match["id"])
-    if found is not None:
-        return [found]
-    joined = f"-{match['id']}-"
-    return [piece for eid, piece in pieces.items() if f"-{eid}-" in joined]
-
-
-def _pieces_of_item(item: pytest.Item) -> list[Any]:
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return []
-    return [v for v in callspec.params.values() if hasattr(v, "build_tasks")]
+#: The ``workerinput`` key naming the folder where workers write what their tests wait on.
+_NEEDS_DIR = "qkclaims_needs_dir"
 
 
 class PreparePhase:
@@ -78,14 +56,13 @@ class PreparePhase:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.done = False
-        self.needs: dict[str, frozenset[tuple]] = {}
+        self.needs: dict[str, frozenset[str]] = {}
         self.rank: dict[str, int] = {}
+        self.cached = 0  # builds the selection needs that are already done
         self.build: BackgroundBuild | None = None
         self.scheduler: StreamScheduling | None = None
         self._dsession: Any = None
         self._bar_shown = False
-
-    # -- what runs ---------------------------------------------------------------------------
 
     @property
     def mode(self) -> str:
@@ -101,44 +78,54 @@ class PreparePhase:
     def _workers(self) -> int:
         return max(1, int(self.config.getoption("--claims-prepare-workers")))
 
-    def _tasks_by_test(self, by_test: dict[str, list[Any]]) -> list[BuildTask]:
-        """Fill :attr:`needs` (test -> keys of builds not yet done) and return those builds."""
-        todo: dict[tuple, BuildTask] = {}
-        done: set[tuple] = set()
+    def _tasks_by_test(self, by_test: dict[str, list[Any]]) -> dict[str, BuildTask]:
+        """Fill :attr:`needs` (test -> stamps of builds not yet done); those builds by stamp."""
+        todo: dict[str, BuildTask] = {}
+        done: set[str] = set()
         for node_id, pieces in by_test.items():
             keys = set()
             for task in (task for piece in pieces for task in piece.build_tasks()):
-                if task.key in done:
+                key = stamp_key(task)
+                if key in done:
                     continue
-                if task.key not in todo:
+                if key not in todo:
                     if is_built(task):
-                        done.add(task.key)
+                        done.add(key)
+                        self.cached += 1
                         continue
-                    todo[task.key] = task
-                keys.add(task.key)
+                    todo[key] = task
+                keys.add(key)
             self.needs[node_id] = frozenset(keys)
-        tasks = list(todo.values())
-        order = UnblockingOrder(self.needs)
-        self.rank = order.release_order(tasks)
-        return tasks
+        return todo
 
-    def _start(self, tasks: list[BuildTask], claim_of: dict[str, str], notify: Any) -> None:
+    def _order(self, tasks: Iterable[Any]) -> UnblockingOrder:
+        """Set :attr:`rank`, the order of release, from builds (or planned builds)."""
+        order = UnblockingOrder(self.needs, key=build_name)
+        self.rank = order.release_order(list(tasks))
+        return order
+
+    def _start(self, tasks: list[Any], claim_of: dict[str, str], build: Any) -> None:
+        """Print the plan, then start ``build`` (a :class:`BackgroundBuild` not yet started)."""
         self.done = True
         if self._reporter() is None:
             return
         if not tasks:
-            if self.needs:
-                self._line(f"prepare: nothing to build for the {len(self.needs)} selected tests")
+            if self.cached:
+                self._line(f"prepare: the {self.cached} builds the selected tests need are cached")
             return
         for text in plan_lines(self.needs, tasks, claim_of, self._workers()):
             self._line(text)
-        self.build = BackgroundBuild(
+        self.build = build.start()
+
+    def _background(self, tasks: Any, notify: Any) -> BackgroundBuild:
+        return BackgroundBuild(
             tasks,
             order=UnblockingOrder(self.needs),
             notify=notify,
             workers=self._workers(),
             announce=False,
-        ).start()
+            niceness=10,  # the tests running beside the builds come first
+        )
 
     def _prepare_first(self, tasks: list[BuildTask]) -> None:
         self.done = True
@@ -154,10 +141,10 @@ class PreparePhase:
 
     # -- the gate ------------------------------------------------------------------------------
 
-    def waits_on(self, node_id: str) -> frozenset[tuple]:
+    def waits_on(self, node_id: str) -> frozenset[str]:
         return self.needs.get(node_id, frozenset())
 
-    def settled(self, keys: Collection[tuple]) -> bool:
+    def settled(self, keys: Collection[str]) -> bool:
         return self.build is None or self.build.settled(keys)
 
     def release_rank(self, node_id: str) -> int:
@@ -206,11 +193,16 @@ class PreparePhase:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        folder = getattr(self.config, "workerinput", {}).get(_NEEDS_DIR)
+        if folder is not None:  # an xdist worker: tell the controller what the tests wait on
+            self._tasks_by_test({item.nodeid: pieces_of_item(item) for item in items})
+            worker = getattr(self.config, "workerinput", {})["workerid"]
+            write_needs(Path(folder), worker, self.needs, items)
+            return
         if not self._enabled() or self.config.pluginmanager.has_plugin("dsession"):
             return
-        self._one_process_tasks = self._tasks_by_test(
-            {item.nodeid: _pieces_of_item(item) for item in items}
-        )
+        self._todo = self._tasks_by_test({item.nodeid: pieces_of_item(item) for item in items})
+        self._order(self._todo.values())
         if self.mode == "stream":  # what waits on nothing first, then by expected release
             items.sort(key=lambda item: self.rank.get(item.nodeid, 0))
 
@@ -218,7 +210,7 @@ class PreparePhase:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not self._enabled() or self.config.pluginmanager.has_plugin("dsession"):
             return
-        tasks = getattr(self, "_one_process_tasks", [])
+        tasks = list(getattr(self, "_todo", {}).values())
         if self.mode == "first":
             self._prepare_first(tasks)
             return
@@ -226,7 +218,7 @@ class PreparePhase:
         for item in session.items:
             marker = item.get_closest_marker("claim")
             claim_of[item.nodeid] = str(marker.args[0]) if marker and marker.args else item.name
-        self._start(tasks, claim_of, notify=None)
+        self._start(tasks, claim_of, self._background(tasks, notify=None))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -259,18 +251,37 @@ class PreparePhase:
         return self.scheduler
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        if self._enabled():
+            if not hasattr(self, "_needs_dir"):
+                self._needs_dir = tempfile.TemporaryDirectory(prefix="qk-needs-")
+            node.workerinput[_NEEDS_DIR] = self._needs_dir.name
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        # every worker collects the same tests: the first one's ids decide; the scheduler
+        # every worker collects the same tests: the first one's file decides; the scheduler
         # starts only after this returns
         if not self._enabled():
             return
-        offered = all_pieces(self.config)
-        tasks = self._tasks_by_test({node_id: _pieces_of_id(node_id, offered) for node_id in ids})
-        if self.scheduler is None:
-            self._prepare_first(tasks)
+        planned = read_needs(Path(self._needs_dir.name), node.gateway.id, self.needs)
+        self._order(planned.values())
+        if self.scheduler is None:  # blocking: the builds themselves are needed now
+            self._prepare_first(self._find_tasks(ids, set(planned)))
             return
         claim_of = claim_ids_from_sources(list(ids), self.config.rootpath)
-        self._start(tasks, claim_of, notify=self._wake)
+        find = lambda: self._find_tasks(ids, set(planned))  # noqa: E731 - run in the thread
+        self._start(list(planned.values()), claim_of, self._background(find, self._wake))
+
+    def _find_tasks(self, ids: list[str], wanted: set[str]) -> list[BuildTask]:
+        """The builds the worker named, found among every piece the kinds offer."""
+        offered = all_pieces(self.config)
+        found: dict[str, BuildTask] = {}
+        for node_id in ids:
+            for piece in pieces_of_id(node_id, offered):
+                for task in piece.build_tasks():
+                    if stamp_key(task) in wanted:
+                        found.setdefault(stamp_key(task), task)
+        return list(found.values())
 
     def _wake(self) -> None:
         self._dsession.queue.put((_WAKE, {}))
@@ -280,10 +291,10 @@ class PreparePhase:
         if self.scheduler is not None:
             self.scheduler.release()
 
-    # -- the end -------------------------------------------------------------------------------
-
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:
         if self.build is not None:
             self.build.stop()
             self._pump()
+        if hasattr(self, "_needs_dir"):
+            self._needs_dir.cleanup()

@@ -33,9 +33,9 @@ __all__ = ["Gate", "StreamScheduling"]
 class Gate(Protocol):
     """What the scheduler asks about a test's evidence."""
 
-    def waits_on(self, node_id: str) -> frozenset[tuple]: ...
+    def waits_on(self, node_id: str) -> frozenset[str]: ...
 
-    def settled(self, keys: Collection[tuple]) -> bool: ...
+    def settled(self, keys: Collection[str]) -> bool: ...
 
     def release_rank(self, node_id: str) -> int: ...
 
@@ -51,7 +51,7 @@ class StreamScheduling(LoadScheduling):
     def __init__(self, config: Any, log: Producer | None, gate: Gate) -> None:
         super().__init__(config, log)
         self.gate = gate
-        self.waiting: dict[int, frozenset[tuple]] = {}
+        self.waiting: dict[int, frozenset[str]] = {}
         self.parked: dict[WorkerController, int] = {}
 
     @property

@@ -90,7 +90,7 @@ def test_collected_ids_name_the_pieces_to_build():
     from qkcore.evidence.options import EvidenceOptions
     from qkcore.pytest_plugin.evidence import pieces_by_id
     from qkcore.pytest_plugin.kinds import builtin_registry
-    from qkcore.pytest_plugin.prepare import pieces_for_ids
+    from qkcore.pytest_plugin.needs import pieces_for_ids
 
     offered = pieces_by_id(builtin_registry(), EvidenceOptions(toy_seeds=2))
     ids = [
@@ -147,7 +147,7 @@ def test_ids_of_skipped_evidence_without_a_piece_name_nothing_to_build(monkeypat
     from qkcore.evidence.options import EvidenceOptions
     from qkcore.pytest_plugin.evidence import pieces_by_id
     from qkcore.pytest_plugin.kinds import builtin_registry
-    from qkcore.pytest_plugin.prepare import pieces_for_ids
+    from qkcore.pytest_plugin.needs import pieces_for_ids
 
     ids = [
         "claims/test_a.py::test_x[paper:unavailable]",

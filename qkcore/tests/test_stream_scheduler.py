@@ -122,7 +122,7 @@ def test_the_build_that_releases_most_tests_per_second_starts_first():
     needs = {f"w{i}": {("weights",)} for i in range(20)}  # 20 tests / 300 s
     needs |= {f"r{i}": {("toy",)} for i in range(10)}  # 10 tests / 100 s
     needs |= {"set": {("toy",), ("ape",)}}  # ape releases nothing alone
-    order = UnblockingOrder(needs)
+    order = UnblockingOrder(needs, key=lambda t: t.key)
     assert [t.label for t in order.rank([weights, toy, ape], set())] == ["toy", "weights", "ape"]
     # once toy is settled, ape releases the set row: 1 test / 100 s beats 20 / 300? no
     assert [t.label for t in order.rank([weights, ape], {("toy",)})] == ["weights", "ape"]
@@ -133,5 +133,5 @@ def test_the_build_that_releases_most_tests_per_second_starts_first():
 @pytest.mark.parametrize("costs", [(10.0, 30.0, 20.0), (5.0, 5.0, 50.0)])
 def test_without_tests_the_order_is_largest_first(costs):
     tasks = [_task(f"b{i}", cost) for i, cost in enumerate(costs)]
-    ranked = UnblockingOrder({}).rank(tasks, set())
+    ranked = UnblockingOrder({}, key=lambda t: t.key).rank(tasks, set())
     assert [t.cost for t in ranked] == sorted(costs, reverse=True)
