@@ -41,12 +41,14 @@ class BackgroundBuild:
         *,
         order: UnblockingOrder | None = None,
         notify: Callable[[], None] | None = None,
+        bar: bool = True,
         **prepare_options: Any,
     ) -> None:
         self.tasks = tasks
         self.order = order
         self.notify = notify or (lambda: None)
         self.options = prepare_options
+        self.use_bar = bar  # False: heartbeats as plain lines (a log, not a terminal)
         self.summary: PrepareSummary | None = None
         self.failed: dict[str, str] = {}
         self._settled: set[str] = set()
@@ -69,7 +71,7 @@ class BackgroundBuild:
                 on_settled=self._settle,
                 stop=self._stop,
                 line=lambda text: self._say("line", text),
-                bar=lambda text: self._say("bar", text),
+                bar=(lambda text: self._say("bar", text)) if self.use_bar else None,
                 **self.options,
             )
         except BaseException as exc:  # the tests must never wait on a phase that died

@@ -226,7 +226,16 @@ def _quiet_worker(niceness: int = 0) -> None:
     the phase's lines on the same terminal: the phase reports for them. ``niceness`` lowers the
     build's CPU priority (tests running beside the builds come first)."""
     import os
+    import signal
+    import sys
 
+    if sys.platform == "linux":  # die with the phase: a killed run leaves no build running
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
     if niceness:
         os.nice(niceness)
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"

@@ -122,6 +122,7 @@ class PreparePhase:
             tasks,
             order=UnblockingOrder(self.needs),
             notify=notify,
+            bar=self._tty(),
             workers=self._workers(),
             announce=False,
             niceness=10,  # the tests running beside the builds come first

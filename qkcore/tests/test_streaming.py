@@ -132,3 +132,48 @@ def test_tests_run_as_their_evidence_is_built(suite, tables, workers):  # noqa: 
     assert times["ran-slow_quick"][0] < late_built  # released by its own build, not the last
     _, first, _ = _run(suite, tables, "first", *workers, "--claims-prepare", "first")
     assert verdicts == first and set(verdicts.values()) == {"supported"}
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _claims_run(tmp_path: Path, mode: str) -> dict[str, str]:
+    """The real suite on a small selection with a build (MiniLM's table) and paper rows, on an
+    empty cache of its own."""
+    import os
+    import subprocess
+    import sys
+
+    env = os.environ | {"QK_CACHE_DIR": str(tmp_path / f"cache-{mode}")}
+    report = tmp_path / f"rep-{mode}"
+    args = ["-k", "minilm-l6 or (paper and s10)", "-n", "2", "--claims-prepare", mode]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims",
+            "-p",
+            "no:cacheprovider",
+            *args,
+            "--claims-baseline",
+            "none",
+            "--claims-report-dir",
+            str(report),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    rows = json.loads((report / "claims.json").read_text())["results"]
+    return {r["nodeid"]: r["verdict"] for r in rows}
+
+
+def test_streamed_verdicts_are_those_of_a_run_that_prepares_first(tmp_path):
+    streamed = _claims_run(tmp_path, "stream")
+    first = _claims_run(tmp_path, "first")
+    assert any("weights:minilm-l6" in node for node in streamed), sorted(streamed)
+    assert streamed == first
