@@ -140,8 +140,6 @@ class PreparePhase:
             bar=self._bar if self._tty() else None,
         )
 
-    # -- the gate ------------------------------------------------------------------------------
-
     def waits_on(self, node_id: str) -> frozenset[str]:
         return self.needs.get(node_id, frozenset())
 
@@ -150,8 +148,6 @@ class PreparePhase:
 
     def release_rank(self, node_id: str) -> int:
         return self.rank.get(node_id, 0)
-
-    # -- the terminal --------------------------------------------------------------------------
 
     def _reporter(self) -> Any:
         return self.config.pluginmanager.get_plugin("terminalreporter")
