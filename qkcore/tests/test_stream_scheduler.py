@@ -33,7 +33,8 @@ class Worker:
     or shutdown was sent."""
 
     def __init__(self, name: str) -> None:
-        self.name, self.queue, self.shutting_down = name, [], False
+        self.name, self.shutting_down = name, False
+        self.queue: list[int] = []
         self.gateway = type("Gateway", (), {"id": name})()
 
     def send_runtest_some(self, indices) -> None:
@@ -49,7 +50,8 @@ class Worker:
 
 class Gate:
     def __init__(self, needs: dict[str, frozenset]) -> None:
-        self.needs, self.built, self.ids = needs, set(), list(needs)
+        self.needs, self.ids = needs, list(needs)
+        self.built: set = set()
 
     def waits_on(self, node_id: str) -> frozenset:
         return self.needs[node_id]
@@ -92,7 +94,7 @@ def _simulate(needs: dict[str, frozenset], builds: list, workers: int = 2):
 
 
 def test_tests_needing_nothing_all_run_before_the_first_build_settles():
-    needs = {f"paper{i}": frozenset() for i in range(7)}
+    needs: dict[str, frozenset] = {f"paper{i}": frozenset() for i in range(7)}
     needs |= {f"toy{i}": frozenset({("toy",)}) for i in range(3)}
     needs |= {"set": frozenset({("toy",), ("ape",)})}
     order = _simulate(needs, [("toy",), ("ape",)])
