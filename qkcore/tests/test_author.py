@@ -59,7 +59,10 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _run(pytester: pytest.Pytester, tables: Path, *args: str) -> tuple[pytest.RunResult, dict]:
+def run_suite(
+    pytester: pytest.Pytester, tables: Path, *args: str, report_dir: str = "rep"
+) -> tuple[pytest.RunResult, dict]:
+    """Run the suite in ``pytester``'s folder on ``tables``; its rows by evidence id."""
     result = pytester.runpytest_subprocess(
         "-p",
         "no:cacheprovider",
@@ -70,10 +73,10 @@ def _run(pytester: pytest.Pytester, tables: Path, *args: str) -> tuple[pytest.Ru
         "--claims-baseline",
         "none",
         "--claims-report-dir",
-        "rep",
+        report_dir,
         *args,
     )
-    report = pytester.path / "rep" / "claims.json"
+    report = pytester.path / report_dir / "claims.json"
     rows = json.loads(report.read_text())["results"] if report.exists() else []
     return result, {r["evidence"]: r for r in rows}
 
@@ -82,7 +85,7 @@ def test_a_suite_without_conftest_gets_evidence_through_the_entry_point(pytester
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x1=CLAIM)
     assert not list(pytester.path.glob("conftest.py"))
-    result, rows = _run(pytester, tables)
+    result, rows = run_suite(pytester, tables)
     result.assert_outcomes(passed=2)
     gpt2, pythia = rows["paper:gpt2"], rows["paper:pythia-410m"]
     assert gpt2["verdict"] == "supported" and gpt2["source"] == "qk_spectral.tex:306"
@@ -116,7 +119,7 @@ def test_a_claims_id_selects_its_tests(pytester, tables):
 def test_a_threshold_not_in_the_catalogue_is_a_bug_named_in_the_row(pytester, tables):
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x1=CLAIM.replace('"<", "side"', '"<", "sides"'))
-    result, _ = _run(pytester, tables, "-k", "gpt2")
+    result, _ = run_suite(pytester, tables, "-k", "gpt2")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*threshold 'sides' is not declared in the catalogue*"])
 
@@ -124,7 +127,7 @@ def test_a_threshold_not_in_the_catalogue_is_a_bug_named_in_the_row(pytester, ta
 def test_a_claim_missing_from_the_catalogue_fails_collection_with_the_fix(pytester, tables):
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x1=CLAIM.replace('claim("X1"', 'claim("X9"'))
-    result, _ = _run(pytester, tables)
+    result, _ = run_suite(pytester, tables)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*claim 'X9' is not in*catalogue.toml; add a ?X9? table*"])
 
@@ -181,7 +184,7 @@ def test_a_suite_adds_an_evidence_kind_with_its_flag_marker_and_report_column(py
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makeconftest(KIND_PLUGIN)
     pytester.makepyfile(test_const=KIND_CLAIM)
-    result, rows = _run(pytester, tables, "--const-scale", "0.3", "-m", "rope")
+    result, rows = run_suite(pytester, tables, "--const-scale", "0.3", "-m", "rope")
     result.assert_outcomes(passed=1, failed=1)  # 0.3 < 0.5 supported, 0.6 refuted
     assert rows["const:c1"]["verdict"] == "supported"
     assert rows["const:c2"]["verdict"] == "refuted"

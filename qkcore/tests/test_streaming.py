@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from qkcore.tests.test_author import CATALOGUE, tables  # noqa: F401 - a fixture
+from qkcore.tests.test_author import CATALOGUE, run_suite, tables  # noqa: F401 - a fixture
 
 pytest_plugins = ["pytester"]
 
@@ -94,21 +94,8 @@ def _run(pytester: pytest.Pytester, paper_tables: Path, tag: str, *args: str):
     folder.mkdir()
     pytester._monkeypatch.setenv("SLOW_FOLDER", str(folder))
     pytester._monkeypatch.setenv("QK_CACHE_DIR", str(pytester.path / f"cache-{tag}"))
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "no:cacheprovider",
-        "--rootdir",
-        str(pytester.path),
-        "--paper-data",
-        str(paper_tables),
-        "--claims-baseline",
-        "none",
-        "--claims-report-dir",
-        f"rep-{tag}",
-        *args,
-    )
-    rows = json.loads((pytester.path / f"rep-{tag}" / "claims.json").read_text())["results"]
-    return result, {r["nodeid"]: r["verdict"] for r in rows}, _times(folder)
+    result, rows = run_suite(pytester, paper_tables, *args, report_dir=f"rep-{tag}")
+    return result, {evidence: row["verdict"] for evidence, row in rows.items()}, _times(folder)
 
 
 @pytest.fixture
