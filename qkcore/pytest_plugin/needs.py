@@ -79,17 +79,15 @@ def build_name(task: Any) -> str:
 
 
 def write_needs(
-    folder: Path, worker: str, needs: dict[str, frozenset[str]], items: list[pytest.Item]
+    folder: Path, worker: str, needs: dict[str, frozenset[str]], todo: dict[str, Any]
 ) -> None:
-    """What each test waits on, and each build's label, cost and memory, as JSON (written to a
-    private name, then renamed: the controller never reads half a file)."""
-    builds: dict[str, dict[str, Any]] = {}
-    for item in items:
-        for piece in pieces_of_item(item):
-            for task in piece.build_tasks():
-                key = stamp_key(task)
-                if key in needs.get(item.nodeid, ()):
-                    builds[key] = {"label": task.label, "cost": task.cost, "mem": task.memory_gb}
+    """What each test waits on, and each build (``todo``: by stamp) with its label, cost and
+    memory, as JSON (written to a private name, then renamed: the controller never reads half a
+    file)."""
+    builds = {
+        key: {"label": task.label, "cost": task.cost, "mem": task.memory_gb}
+        for key, task in todo.items()
+    }
     payload = {"needs": {k: sorted(v) for k, v in needs.items()}, "builds": builds}
     path = folder / f"{worker}.json"
     private = path.with_suffix(f".{os.getpid()}.tmp")

@@ -192,9 +192,9 @@ class PreparePhase:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         folder = getattr(self.config, "workerinput", {}).get(_NEEDS_DIR)
         if folder is not None:  # an xdist worker: tell the controller what the tests wait on
-            self._tasks_by_test({item.nodeid: pieces_of_item(item) for item in items})
+            todo = self._tasks_by_test({item.nodeid: pieces_of_item(item) for item in items})
             worker = getattr(self.config, "workerinput", {})["workerid"]
-            write_needs(Path(folder), worker, self.needs, items)
+            write_needs(Path(folder), worker, self.needs, todo)
             return
         if not self._enabled() or self.config.pluginmanager.has_plugin("dsession"):
             return
