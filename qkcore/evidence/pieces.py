@@ -55,8 +55,10 @@ class BuildTask:
 
     ``key`` identifies the work (two pieces needing the same run share one task); ``cost`` is the
     expected seconds on 2 cores, used to start the largest first and to estimate the time left;
-    ``memory_gb`` the expected peak, so the preparation never runs two large builds at once.
-    ``fn`` and ``args`` must pickle: tasks run in a process pool.
+    ``memory_gb`` the expected peak, so the preparation never runs two large builds at once
+    (on a cluster, the worker resource it asks for); ``device`` where it computes (a ``cuda``
+    build goes to a worker that has a GPU). ``fn`` and ``args`` must pickle: tasks run in a
+    process pool, or on a cluster's workers.
     """
 
     key: tuple
@@ -65,6 +67,7 @@ class BuildTask:
     args: tuple = ()
     cost: float = 60.0
     memory_gb: float = 1.0
+    device: str = "cpu"
 
 
 @runtime_checkable
@@ -280,6 +283,7 @@ class ToyEvidence:
                 # measured in cold CI runs, two builds at a time: RoPE 100-120 s, others 60-70 s
                 cost=110.0 if self.config.scheme == "rope" else 65.0,
                 memory_gb=1.0,
+                device=self.device,
             )
         ]
 
@@ -404,6 +408,7 @@ class ToyGridEvidence:
                 args=(config, self.device),
                 cost=400.0,
                 memory_gb=1.0,
+                device=self.device,
             )
             for configs in self.configs().values()
             for config in configs

@@ -56,6 +56,15 @@ def add_claims_options(parser: pytest.Parser) -> None:
         help="processes of the preparation phase (default 2: this project's machines' cores)",
     )
     group.addoption(
+        "--claims-executor",
+        default="local",
+        metavar="WHERE",
+        help="where the preparation phase builds: local (default: a pool of "
+        "--claims-prepare-workers processes), dask-local[:N] (a Dask cluster of N processes "
+        "started here), tcp://HOST:PORT or scheduler-file:PATH (a running Dask scheduler, whose "
+        "workers write $QK_CACHE_DIR: put it on storage they all mount; README, 'On a cluster')",
+    )
+    group.addoption(
         "--claims-drift",
         choices=("verdicts", "numbers"),
         default="verdicts",

@@ -15,11 +15,14 @@ What the tests wait on is read from what was collected (``-k`` and deselection i
 - ``first``: every build, then every test (the phase blocks; how the suite ran before).
 - ``off``: no phase; tests build what they need lazily, silently.
 
-Nothing is built for ``--collect-only``.
+``--claims-executor`` says where the builds run (:mod:`~qkcore.engine.choose`): a cluster is
+connected and checked when the session starts, so an unreachable scheduler is one usage error
+before anything is built. Nothing is built for ``--collect-only``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Collection, Iterable
 from pathlib import Path
@@ -28,6 +31,9 @@ from typing import Any
 import pytest
 
 from qkcore.engine import BackgroundBuild, UnblockingOrder, is_built, prepare, stamp_key
+from qkcore.engine.choose import check_executor_spec, open_executor
+from qkcore.engine.executors import Executor
+from qkcore.errors import QKError
 from qkcore.evidence.pieces import BuildTask
 from qkcore.pytest_plugin.evidence import all_pieces
 from qkcore.pytest_plugin.needs import (
@@ -37,6 +43,7 @@ from qkcore.pytest_plugin.needs import (
     read_needs,
     write_needs,
 )
+from qkcore.pytest_plugin.phase_terminal import PhaseTerminal
 from qkcore.pytest_plugin.plan import claim_ids_from_sources, plan_lines
 from qkcore.pytest_plugin.stream import StreamScheduling
 
@@ -62,7 +69,13 @@ class PreparePhase:
         self.build: BackgroundBuild | None = None
         self.scheduler: StreamScheduling | None = None
         self._dsession: Any = None
-        self._bar_shown = False
+        self.out = PhaseTerminal(config)
+        self.executor: Executor | None = None
+        self._closing = contextlib.ExitStack()
+        try:
+            self.executor_spec = check_executor_spec(str(config.getoption("--claims-executor")))
+        except QKError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     @property
     def mode(self) -> str:
@@ -76,7 +89,25 @@ class PreparePhase:
         return self.mode != "off"
 
     def _workers(self) -> int:
+        if self.executor is not None:
+            return self.executor.slots()
         return max(1, int(self.config.getoption("--claims-prepare-workers")))
+
+    def pytest_sessionstart(self) -> None:
+        """Open the executor now: a cluster that cannot be used stops the run before any
+        build or test, with what to fix."""
+        if not self._enabled():
+            return
+        try:
+            self.executor = self._closing.enter_context(
+                open_executor(
+                    self.executor_spec,
+                    workers=max(1, int(self.config.getoption("--claims-prepare-workers"))),
+                    niceness=10,  # the tests running beside the builds come first
+                )
+            )
+        except QKError as exc:
+            raise pytest.UsageError(f"--claims-executor {self.executor_spec}: {exc}") from None
 
     def _tasks_by_test(self, by_test: dict[str, list[Any]]) -> dict[str, BuildTask]:
         """Fill :attr:`needs` (test -> stamps of builds not yet done); those builds by stamp."""
@@ -107,14 +138,16 @@ class PreparePhase:
     def _start(self, tasks: list[Any], claim_of: dict[str, str], build: Any) -> None:
         """Print the plan, then start ``build`` (a :class:`BackgroundBuild` not yet started)."""
         self.done = True
-        if self._reporter() is None:
+        if self.out.reporter() is None:
             return
         if not tasks:
             if self.cached:
-                self._line(f"prepare: the {self.cached} builds the selected tests need are cached")
+                self.out.line(
+                    f"prepare: the {self.cached} builds the selected tests need are cached"
+                )
             return
         for text in plan_lines(self.needs, tasks, claim_of, self._workers()):
-            self._line(text)
+            self.out.line(text)
         self.build = build.start()
 
     def _background(self, tasks: Any, notify: Any) -> BackgroundBuild:
@@ -122,22 +155,21 @@ class PreparePhase:
             tasks,
             order=UnblockingOrder(self.needs),
             notify=notify,
-            bar=self._tty(),
-            workers=self._workers(),
+            bar=self.out.tty(),
             announce=False,
-            niceness=10,  # the tests running beside the builds come first
+            executor=self.executor,
         )
 
     def _prepare_first(self, tasks: list[BuildTask]) -> None:
         self.done = True
-        if not tasks or self._reporter() is None:
+        if not tasks or self.out.reporter() is None:
             return
         prepare(
             tasks,
-            workers=self._workers(),
+            executor=self.executor,
             order=UnblockingOrder(self.needs),
-            line=self._line,
-            bar=self._bar if self._tty() else None,
+            line=self.out.line,
+            bar=self.out.bar if self.out.tty() else None,
         )
 
     def waits_on(self, node_id: str) -> frozenset[str]:
@@ -149,42 +181,9 @@ class PreparePhase:
     def release_rank(self, node_id: str) -> int:
         return self.rank.get(node_id, 0)
 
-    def _reporter(self) -> Any:
-        return self.config.pluginmanager.get_plugin("terminalreporter")
-
-    def _tty(self) -> bool:
-        return bool(self.config.get_terminal_writer().hasmarkup)
-
-    def _line(self, text: str) -> None:
-        reporter = self._reporter()
-        if reporter is None:
-            return
-        if self._bar_shown:  # clear the status line, then write over it
-            reporter.rewrite("", erase=True)
-            reporter.write("\r")
-            self._bar_shown = False
-        elif reporter._tw.width_of_current_line:  # after a run of test outcomes ("..x.")
-            reporter.write("\n")
-        reporter.write_line(text)
-        reporter.flush()  # a CI log is a pipe: unflushed, the lines would come at the end
-
-    def _bar(self, text: str) -> None:
-        reporter = self._reporter()
-        if reporter is None:
-            return
-        reporter.rewrite(text, erase=True)
-        reporter.flush()
-        self._bar_shown = True
-
     def _pump(self) -> None:
-        """Write the build thread's queued progress (only this thread writes the terminal)."""
-        if self.build is None:
-            return
-        for kind, text in self.build.drain():
-            if kind == "bar" and self._tty():
-                self._bar(text)
-            else:
-                self._line(text)
+        if self.build is not None:
+            self.out.pump(self.build.drain())
 
     # -- one process ---------------------------------------------------------------------------
 
@@ -295,3 +294,5 @@ class PreparePhase:
             self._pump()
         if hasattr(self, "_needs_dir"):
             self._needs_dir.cleanup()
+        self._closing.close()
+        self.executor = None

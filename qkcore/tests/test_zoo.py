@@ -197,8 +197,18 @@ def test_builds_of_dead_processes_are_cleaned(tmp_path: Path):
     (stale / "half.bin").write_bytes(b"x")
     live = tmp_path / f".tmp-busy-{os.getpid()}"  # a build in progress in a live process
     live.mkdir()
-    DiskCache(tmp_path).get_or_build("key", lambda tmp: (tmp / "a").write_text("a"))
-    assert not stale.exists() and live.exists()
+    # a shared cache: another host's process ids mean nothing here, its builds are left alone
+    elsewhere = tmp_path / f".tmp-other@another_host-{dead}"
+    elsewhere.mkdir()
+    cache = DiskCache(tmp_path)
+    # an earlier try of the entry being built (a worker killed mid-build, on any host): its lock
+    # is ours now, so nobody else is building it
+    earlier_try = tmp_path / f".tmp-{cache.path('key').name}@another_host-{os.getpid()}"
+    earlier_try.mkdir()
+    cache.get_or_build("key", lambda tmp: (tmp / "a").write_text("a"))
+    assert not stale.exists() and live.exists() and elsewhere.exists()
+    assert not earlier_try.exists()
+    assert not list(tmp_path.glob(f".tmp-{cache.path('key').name}*"))
 
 
 def test_cached_toy_weights_must_be_tensors(tmp_path: Path):

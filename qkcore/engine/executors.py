@@ -1,0 +1,156 @@
+"""Where builds run: the protocol the preparation phase submits to, and the local process pool.
+
+:func:`~qkcore.engine.prepare.prepare` decides what to build, in what order and within what
+memory; an :class:`Executor` only runs one :class:`~qkcore.evidence.pieces.BuildTask` when
+asked and says how many it can run at once. :class:`LocalPool` (the default) is a pool of
+spawned processes on this machine; :class:`~qkcore.engine.cluster.DaskExecutor` is a Dask
+cluster. Either way a build computes with the same number of torch threads
+(:func:`build_threads`: the submitting machine's CPU count), so its bits do not depend on which
+executor or worker ran it.
+
+Example::
+
+    with LocalPool(workers=2) as pool:
+        future = pool.submit(task)   # concurrent.futures.Future; its result: where it ran
+        future.result()              # "local"
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Protocol
+
+from qkcore.evidence.pieces import BuildTask
+
+__all__ = ["THREADS_ENV", "Executor", "LocalPool", "build_threads", "settle_build_process"]
+
+#: Overrides :func:`build_threads` (e.g. on a submit host with fewer cores than its workers).
+THREADS_ENV = "QK_BUILD_THREADS"
+
+
+class Executor(Protocol):
+    """Runs builds; used as a context manager around one preparation phase."""
+
+    #: Says where builds run, for the phase's opening line (e.g. "2 local processes").
+    description: str
+
+    def __enter__(self) -> Executor: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def slots(self) -> int:
+        """How many builds may run at once now (a cluster's workers may come and go)."""
+        ...
+
+    def memory_gb(self) -> float | None:
+        """The memory all running builds may share (expected peaks added up); ``None`` when
+        the engine enforces memory per worker itself."""
+        ...
+
+    def submit(self, task: BuildTask) -> Future[Any]:
+        """Start ``task``; the future's result names where it ran, its exception is the
+        build's (or why no worker can take it)."""
+        ...
+
+    def terminate(self) -> None:
+        """Start nothing more and stop what runs, now (the cache keeps no half-written
+        entry: entries appear by one rename)."""
+        ...
+
+
+def build_threads() -> int:
+    """torch threads for every build: ``$QK_BUILD_THREADS``, else this machine's CPU count
+    (which is what torch takes by default on this project's machines) - computed where the
+    build is submitted and sent with it, since a reduction's bits depend on how many threads
+    share it (a MiniLM table differs in the 13th digit between 1 and 2 threads)."""
+    value = os.environ.get(THREADS_ENV)
+    if value:
+        return max(1, int(value))
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+_settled_pid: int | None = None
+
+
+def settle_build_process(niceness: int = 0, threads: int | None = None) -> None:
+    """Make this process fit to build, once: it dies with its parent (a killed run leaves no
+    build computing), runs at ``niceness`` (tests beside it come first), keeps its progress
+    bars quiet (the phase reports for it) and computes with ``threads`` torch threads."""
+    global _settled_pid
+    if _settled_pid != os.getpid():
+        _settled_pid = os.getpid()
+        if sys.platform == "linux":
+            import ctypes
+
+            try:
+                ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+            except (OSError, AttributeError):
+                pass
+        if niceness > os.getpriority(os.PRIO_PROCESS, 0):
+            os.setpriority(os.PRIO_PROCESS, 0, niceness)
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+        os.environ["TQDM_DISABLE"] = "1"  # tqdm >= 4.66 reads its defaults from TQDM_* variables
+    if threads is not None:
+        import torch
+
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+
+
+class LocalPool:
+    """``workers`` spawned processes on this machine (no threads or locks inherited), sharing
+    ``memory_budget_gb``."""
+
+    def __init__(
+        self,
+        workers: int = 2,
+        memory_budget_gb: float = 8.0,
+        niceness: int = 0,
+        threads: int | None = None,
+    ) -> None:
+        self.workers = max(1, workers)
+        self.budget = memory_budget_gb
+        self.niceness = niceness
+        self.threads = threads if threads is not None else build_threads()
+        self.description = f"{self.workers} process{'es' * (self.workers > 1)}"
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> LocalPool:
+        self._pool = ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=settle_build_process,
+            initargs=(self.niceness, self.threads),
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def slots(self) -> int:
+        return self.workers
+
+    def memory_gb(self) -> float | None:
+        return self.budget
+
+    def submit(self, task: BuildTask) -> Future[Any]:
+        assert self._pool is not None, "LocalPool.submit outside its with-block"
+        return self._pool.submit(_run_local, task.fn, task.args)
+
+    def terminate(self) -> None:
+        if self._pool is None:
+            return
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in list(getattr(self._pool, "_processes", {}).values()):
+            process.terminate()
+
+
+def _run_local(fn: Any, args: tuple) -> str:
+    fn(*args)
+    return "local"

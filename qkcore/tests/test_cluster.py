@@ -1,0 +1,193 @@
+"""Builds on a Dask cluster: the same bits as the local pool, faults, and a scheduler that is not
+there - on a local cluster of 2 worker processes started by the tests.
+
+Without ``distributed`` installed (the ``cluster`` extra) these skip, saying so; under CI
+(``CI`` set) they fail instead, so a missing install step cannot turn them into skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from qkcore.diskcache import DiskCache
+from qkcore.engine.choose import open_executor
+from qkcore.engine.prepare import prepare
+from qkcore.errors import QKError
+from qkcore.evidence.pieces import BuildTask, build_toy, build_weights_table
+from qkcore.models.toy.model import ToyConfig
+from qkcore.testing.builds import failing_build, slow_entry
+
+if os.environ.get("CI"):
+    import distributed  # noqa: F401 - CI installs the cluster extra: a skip would hide it
+else:
+    pytest.importorskip("distributed", reason="the cluster extra: pip install 'qkcore[cluster]'")
+
+
+def _cache(tmp_path: Path, name: str = "cache") -> DiskCache:
+    root = tmp_path / name
+    root.mkdir()
+    return DiskCache(root)
+
+
+def _entries(cache: DiskCache) -> dict[str, dict[str, str]]:
+    """Every computed entry's files by sha256 (its manifest), stamps left out; a toy run's
+    ``meta.json`` by its content less the wall time it records."""
+    out = {}
+    for folder in sorted(cache.root.iterdir()):
+        if not folder.is_dir() or folder.name.startswith(("prepared-", ".")):
+            continue
+        files = json.loads((folder / "MANIFEST.json").read_text())
+        if "meta.json" in files:
+            meta = json.loads((folder / "meta.json").read_text())
+            assert isinstance(meta.pop("seconds"), float)
+            files["meta.json"] = json.dumps(meta, sort_keys=True)
+        out[folder.name] = files
+    return out
+
+
+def _build(tasks: list[BuildTask], spec: str, cache: DiskCache, monkeypatch) -> list[str]:
+    monkeypatch.setenv("QK_CACHE_DIR", str(cache.root))  # the local pool's processes read it
+    lines: list[str] = []
+    with open_executor(spec, workers=2, cache=cache) as executor:
+        summary = prepare(tasks, executor=executor, cache=cache, line=lines.append)
+    assert not summary.failed, lines
+    return lines
+
+
+def test_real_builds_on_the_cluster_are_bit_identical_to_the_local_pools(tmp_path, monkeypatch):
+    """A MiniLM table and a short toy run (trainer, checkpoints, table, history): every file
+    of every entry has the same sha256 whether the local pool or two Dask workers built it
+    (the toy's ``meta.json`` records its wall time: that one field is left out)."""
+    toy = ToyConfig(scheme="rope", seed=0, steps=300)
+    tasks = [
+        BuildTask(("minilm",), "minilm table", build_weights_table, ("minilm-l6", False, "auto")),
+        BuildTask(("toy",), "toy rope-s0", build_toy, (toy, "cpu")),
+    ]
+    local, cluster = _cache(tmp_path, "local"), _cache(tmp_path, "cluster")
+    _build(tasks, "local", local, monkeypatch)
+    lines = _build(tasks, "dask-local:2", cluster, monkeypatch)
+    assert any(" on " in line for line in lines)  # said where each remote build ran
+    built = _entries(local)
+    toy_run = next(files for name, files in built.items() if name.startswith("toy-rope"))
+    assert {"state.pt", "checkpoint_states.pt", "checkpoints.npz"} <= set(toy_run)
+    assert any(name.startswith("table-minilm") for name in built)
+    assert _entries(cluster) == built
+
+
+def test_a_worker_killed_mid_build_is_retried_elsewhere_leaving_no_partial_entry(
+    tmp_path, monkeypatch
+):
+    cache, log = _cache(tmp_path), tmp_path / "tries"
+    log.mkdir()
+    task = BuildTask(("slow",), "slow entry", slow_entry, ("slow", 8.0, str(log)))
+    killed: list[int] = []
+
+    def kill_first_try() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            tries = list(log.glob("try-*"))
+            if tries:
+                pid = int(tries[0].name.split("-")[1])
+                os.kill(pid, signal.SIGKILL)  # mid-build: half the entry written
+                killed.append(pid)
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_first_try)
+    killer.start()
+    _build([task], "dask-local:2", cache, monkeypatch)
+    killer.join()
+    tries = sorted(int(path.name.split("-")[1]) for path in log.glob("try-*"))
+    assert killed and len(tries) == 2 and killed[0] in tries  # it ran again, in another process
+    cache.verify("slow")  # whole: the manifest matches both halves
+    assert sorted(p.name for p in cache.path("slow").iterdir()) == [
+        "MANIFEST.json",
+        "first-half.bin",
+        "second-half.bin",
+    ]
+    assert not list(cache.root.glob(".tmp-*"))  # the killed try's folder went with the retry
+
+
+def test_a_build_failing_on_its_inputs_fails_once_with_its_reason(tmp_path, monkeypatch):
+    cache, log = _cache(tmp_path), tmp_path / "calls"
+    log.mkdir()
+    monkeypatch.setenv("QK_CACHE_DIR", str(cache.root))
+    lines: list[str] = []
+    task = BuildTask(("bad",), "bad table", failing_build, (str(log),))
+    with open_executor("dask-local:2", cache=cache) as executor:
+        summary = prepare([task], executor=executor, cache=cache, line=lines.append)
+    assert summary.failed == [
+        (
+            "bad table",
+            "QKError: the input table has no column 'dir_frac' (a malformed table, on purpose)",
+        )
+    ]
+    assert len(list(log.iterdir())) == 1  # not retried
+    assert not cache.path("prepared").exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_unreachable_scheduler_is_one_error_naming_it(tmp_path):
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    began = time.monotonic()
+    with pytest.raises(QKError, match=f"no Dask scheduler answered at {address}.*local"):
+        with open_executor(address, cache=_cache(tmp_path), timeout=2.0):
+            pytest.fail("an executor for a scheduler that is not there")
+    assert time.monotonic() - began < 30
+
+
+def test_workers_that_declare_no_memory_are_refused_with_the_fix(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1, processes=False, dashboard_address=None, silence_logs=50
+    ) as cluster:
+        refused = r"declare no 'memory_gb' resource.*--resources \"memory_gb="
+        with pytest.raises(QKError, match=refused):
+            with open_executor(cluster.scheduler_address, cache=_cache(tmp_path)):
+                pytest.fail("an executor over workers without memory")
+
+
+def test_a_build_larger_than_every_worker_fails_at_once_saying_so(tmp_path, monkeypatch):
+    cache = _cache(tmp_path)
+    monkeypatch.setenv("QK_CACHE_DIR", str(cache.root))
+    task = BuildTask(("big",), "llama table", failing_build, (str(tmp_path),), memory_gb=64.0)
+    with open_executor("dask-local:2", cache=cache, memory_budget_gb=8.0) as executor:
+        summary = prepare([task], executor=executor, cache=cache, line=lambda _: None)
+    ((label, why),) = summary.failed
+    assert label == "llama table"
+    assert "needs ~64 GB and the largest worker declares memory_gb=4" in why
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ("tcp://127.0.0.1:{port}", "no Dask scheduler answered at tcp://127.0.0.1:{port}"),
+        ("nowhere", "names no executor: use one of local, dask-local"),
+    ],
+)
+def test_the_run_stops_before_building_with_a_usage_error(pytester, option, message):
+    port = _free_port()
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--claims-baseline",
+        "none",
+        "--claims-executor",
+        option.format(port=port),
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message.format(port=port) in result.stderr.str()
+    result.stdout.no_fnmatch_line("*passed*")
