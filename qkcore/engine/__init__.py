@@ -8,20 +8,29 @@ what the build writes, so editing the engine keeps the cache
 
 - :mod:`~qkcore.engine.stamps`     - a build's name: the stamp that says it is done
 - :mod:`~qkcore.engine.order`      - which build first: the most tests released per second
-- :mod:`~qkcore.engine.prepare`    - the builds in a process pool, with progress and stamps
+- :mod:`~qkcore.engine.prepare`    - the builds on an executor, with progress and stamps
 - :mod:`~qkcore.engine.background` - the same in a thread, so tests run as builds finish
+- :mod:`~qkcore.engine.executors`  - where builds run: the protocol, and the local process pool
+- :mod:`~qkcore.engine.choose`     - an executor by name (``--claims-executor``)
+- :mod:`~qkcore.engine.cluster`    - a Dask cluster (with :mod:`~qkcore.engine.on_worker`, what
+  its workers run, and :mod:`~qkcore.engine.slurm`, workers as Slurm jobs)
 """
 
 from qkcore.engine.background import BackgroundBuild
+from qkcore.engine.choose import open_executor
+from qkcore.engine.executors import Executor, LocalPool
 from qkcore.engine.order import UnblockingOrder
 from qkcore.engine.prepare import PrepareSummary, prepare, print_line
 from qkcore.engine.stamps import is_built, stamp_key
 
 __all__ = [
     "BackgroundBuild",
+    "Executor",
+    "LocalPool",
     "PrepareSummary",
     "UnblockingOrder",
     "is_built",
+    "open_executor",
     "prepare",
     "print_line",
     "stamp_key",

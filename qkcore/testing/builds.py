@@ -15,7 +15,7 @@ from pathlib import Path
 from qkcore.diskcache import DiskCache
 from qkcore.errors import QKError
 
-__all__ = ["failing_build", "slow_entry"]
+__all__ = ["failing_build", "sleep_build", "slow_entry"]
 
 
 def slow_entry(key: str, seconds: float, log_dir: str) -> None:
@@ -35,3 +35,8 @@ def failing_build(log_dir: str) -> None:
     """A build whose input is wrong: it fails the same way wherever and however often it runs."""
     Path(log_dir, f"call-{os.getpid()}-{uuid.uuid4().hex[:6]}").touch()
     raise QKError("the input table has no column 'dir_frac' (a malformed table, on purpose)")
+
+
+def sleep_build(seconds: float) -> None:
+    """A build that computes nothing for ``seconds``: what an executor adds to every build."""
+    time.sleep(seconds)

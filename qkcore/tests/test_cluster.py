@@ -191,3 +191,31 @@ def test_the_run_stops_before_building_with_a_usage_error(pytester, option, mess
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message.format(port=port) in result.stderr.str()
     result.stdout.no_fnmatch_line("*passed*")
+
+
+def test_the_slurm_recipe_writes_workers_that_builds_can_use(tmp_path, capsys, monkeypatch):
+    """README's Slurm form (``qk-slurm-workers``): each job runs one-thread workers declaring
+    their share of the memory, in the shared cache - checked on the batch script it would
+    submit (no Slurm here)."""
+    pytest.importorskip("dask_jobqueue", reason="the cluster extra: pip install 'qkcore[cluster]'")
+    from qkcore.engine.slurm import slurm_cluster
+
+    cluster = slurm_cluster(
+        cores=4,
+        memory_gb=32,
+        partition="cpu",
+        walltime="02:00:00",
+        cache_dir="/shared/qk",
+        scheduler_file=str(tmp_path / "scheduler.json"),
+        gpu=True,
+        host="127.0.0.1",
+    )
+    try:
+        script = cluster.job_script()
+    finally:
+        cluster.close()
+    assert "export QK_CACHE_DIR=/shared/qk" in script
+    assert "--nthreads 1" in script and "--nworkers 4" in script
+    assert "--resources memory_gb=6.4,GPU=1" in script  # 0.8 x 32 GB over 4 workers
+    assert "#SBATCH -p cpu" in script and "#SBATCH --gres=gpu:1" in script
+    assert (tmp_path / "scheduler.json").is_file()

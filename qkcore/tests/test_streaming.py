@@ -106,7 +106,27 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-@pytest.mark.parametrize("workers", [["-n", "2"], ["-p", "no:xdist"]], ids=["xdist", "one"])
+def _have_distributed() -> bool:
+    import importlib.util
+    import os
+
+    return bool(os.environ.get("CI")) or importlib.util.find_spec("distributed") is not None
+
+
+@pytest.mark.parametrize(
+    "workers",
+    [
+        ["-n", "2"],
+        ["-p", "no:xdist"],
+        pytest.param(
+            ["-n", "2", "--claims-executor", "dask-local:2"],
+            marks=pytest.mark.skipif(
+                not _have_distributed(), reason="pip install 'qkcore[cluster]'"
+            ),
+        ),
+    ],
+    ids=["xdist", "one", "xdist-on-dask"],
+)
 def test_tests_run_as_their_evidence_is_built(suite, tables, workers):  # noqa: F811
     result, verdicts, times = _run(suite, tables, "stream", *workers)
     assert result.ret == 0, result.stdout.str()
