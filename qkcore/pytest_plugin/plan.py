@@ -88,9 +88,11 @@ def plan_lines(
     tasks: list[Any],
     claim_of: Mapping[str, str],
     workers: int,
+    where: str = "",
 ) -> list[str]:
     """The plan (module docstring): ``needs`` maps each selected test to the builds it waits on
-    (stamps of builds not yet done); ``tasks`` are those builds (``key``, ``label``, ``cost``)."""
+    (stamps of builds not yet done); ``tasks`` are those builds (``key``, ``label``, ``cost``);
+    ``where`` says where they run if not in ``workers`` local processes."""
     by_key = {task.key: task for task in tasks}
     free = sum(1 for keys in needs.values() if not keys)
     waiting_on: dict[str, set[tuple[str, str]]] = defaultdict(set)
@@ -104,9 +106,10 @@ def plan_lines(
     for key, task in by_key.items():
         groups[frozenset(waiting_on[key])].append(task)
     wall = _minutes(sum(task.cost for task in tasks) / max(1, workers))[1:]
+    where = where or f"{workers} processes"
     lines = [
         f"prepare: {len(needs)} selected tests; {free} need no build and run first. "
-        f"{len(tasks)} build{'s' * (len(tasks) != 1)} (about {wall} on {workers} processes) "
+        f"{len(tasks)} build{'s' * (len(tasks) != 1)} (about {wall} on {where}) "
         "release the rest as each is ready:"
     ]
     ordered = sorted(groups.items(), key=lambda kv: -sum(t.cost for t in kv[1]))

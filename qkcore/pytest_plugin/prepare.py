@@ -89,9 +89,8 @@ class PreparePhase:
         return self.mode != "off"
 
     def _workers(self) -> int:
-        if self.executor is not None:
-            return self.executor.slots()
-        return max(1, int(self.config.getoption("--claims-prepare-workers")))
+        local = max(1, int(self.config.getoption("--claims-prepare-workers")))
+        return local if self.executor is None else self.executor.slots()
 
     def pytest_sessionstart(self) -> None:
         """Open the executor now: a cluster that cannot be used stops the run before any
@@ -102,7 +101,7 @@ class PreparePhase:
             self.executor = self._closing.enter_context(
                 open_executor(
                     self.executor_spec,
-                    workers=max(1, int(self.config.getoption("--claims-prepare-workers"))),
+                    workers=self._workers(),
                     niceness=10,  # the tests running beside the builds come first
                 )
             )
@@ -146,7 +145,10 @@ class PreparePhase:
                     f"prepare: the {self.cached} builds the selected tests need are cached"
                 )
             return
-        for text in plan_lines(self.needs, tasks, claim_of, self._workers()):
+        where = ""
+        if self.executor is not None and self.executor_spec != "local":
+            where = f"{self.executor.description}, {self._workers()} at a time"
+        for text in plan_lines(self.needs, tasks, claim_of, self._workers(), where):
             self.out.line(text)
         self.build = build.start()
 
