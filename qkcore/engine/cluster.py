@@ -137,7 +137,7 @@ class DaskExecutor:
         executor = cls(
             client,
             cache=cache,
-            description=f"a local Dask cluster of {workers} worker processes",
+            description=f"a local Dask cluster of {workers} worker process{'es' * (workers > 1)}",
             niceness=niceness,
             cluster=cluster,
         )
