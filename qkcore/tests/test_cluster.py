@@ -219,3 +219,17 @@ def test_the_slurm_recipe_writes_workers_that_builds_can_use(tmp_path, capsys, m
     assert "--resources memory_gb=6.4,GPU=1" in script  # 0.8 x 32 GB over 4 workers
     assert "#SBATCH -p cpu" in script and "#SBATCH --gres=gpu:1" in script
     assert (tmp_path / "scheduler.json").is_file()
+
+
+def test_a_cuda_build_asks_for_a_gpu_and_fails_at_once_where_no_worker_has_one(
+    tmp_path, monkeypatch
+):
+    cache = _cache(tmp_path)
+    monkeypatch.setenv("QK_CACHE_DIR", str(cache.root))
+    task = BuildTask(("gpu",), "toy on cuda", failing_build, (str(tmp_path),), device="cuda")
+    with open_executor("dask-local:1", cache=cache) as executor:
+        summary = prepare([task], executor=executor, cache=cache, line=lambda _: None)
+    ((label, why),) = summary.failed
+    assert label == "toy on cuda"
+    assert "no worker declares a GPU" in why and '--resources "memory_gb=<GB>,GPU=1"' in why
+    assert not list(tmp_path.glob("call-*"))  # never ran on a CPU worker
