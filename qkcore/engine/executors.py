@@ -12,7 +12,7 @@ Example::
 
     with LocalPool(workers=2) as pool:
         future = pool.submit(task)   # concurrent.futures.Future; its result: where it ran
-        future.result()              # "local"
+        future.result()              # "" (here)
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ class Executor(Protocol):
         ...
 
     def submit(self, task: BuildTask) -> Future[Any]:
-        """Start ``task``; the future's result names where it ran, its exception is the
-        build's (or why no worker can take it)."""
+        """Start ``task``; the future's result names the host it ran on ("" for this
+        machine), its exception is the build's (or why no worker can take it)."""
         ...
 
     def terminate(self) -> None:
@@ -153,4 +153,4 @@ class LocalPool:
 
 def _run_local(fn: Any, args: tuple) -> str:
     fn(*args)
-    return "local"
+    return ""  # this machine: the phase's lines name no host

@@ -177,9 +177,8 @@ def prepare(
                 if error is None:
                     cache.get_or_build(stamp_key(task), _write_stamp(task, took), verify=False)
                     summary.built.append(task.label)
-                    where = future.result()
-                    on = f" on {where}" if where and where != "local" else ""
-                    status = f"done in {_clock(took)}{on}"
+                    host = future.result()
+                    status = f"done in {_clock(took)}" + (f" on {host}" if host else "")
                 else:
                     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
                     summary.failed.append((task.label, f"{type(error).__name__}: {message}"))
