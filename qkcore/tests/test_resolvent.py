@@ -4,6 +4,8 @@ R1/R2 themselves are claim tests (claims/test_companion.py); these check the too
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.stats
@@ -44,7 +46,7 @@ def test_kreiss_bounds_bracket_a_jordan_block():
     """Kreiss matrix theorem: K <= sup_k ||A^k|| <= e n K (LeVeque-Trefethen's bound)."""
     A = np.diag(np.full(5, 0.9)) + np.diag(np.ones(4), -1)
     estimate = kreiss_constant(A)
-    assert estimate.value <= estimate.upper <= np.e * 5 * estimate.value
+    assert estimate.value <= estimate.upper <= math.e * 5 * estimate.value
 
 
 def test_causal_checks_name_the_violation():
