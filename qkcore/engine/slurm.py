@@ -3,8 +3,8 @@
 Run it on a login node of the cluster, from the same installed checkout the workers will use;
 it starts a Dask scheduler here, submits ``--jobs`` Slurm jobs of ``--cores`` single-threaded
 worker processes each (each declaring its share of ``--memory-gb`` as the ``memory_gb``
-resource the builds ask for, and ``GPU=1`` with ``--gpu``), writes the scheduler file, and
-waits until interrupted. The test session then builds there::
+resource the builds ask for; with ``--gpu``, one worker per job, declaring ``GPU=1``), writes
+the scheduler file, and waits until interrupted. The test session then builds there::
 
     export QK_CACHE_DIR=/shared/qkcore-cache          # one path every node mounts
     qk-slurm-workers --jobs 8 --cores 4 --memory-gb 32 --partition cpu \\
@@ -44,14 +44,18 @@ def slurm_cluster(
     host: str | None = None,
 ) -> Any:
     """A ``dask_jobqueue.SLURMCluster`` whose jobs run ``cores`` one-thread worker processes
-    over ``memory_gb``, in the cache ``cache_dir`` (no job submitted yet)."""
+    over ``memory_gb`` (with ``gpu``, one worker holding the job's GPU and all its cores), in
+    the cache ``cache_dir`` (no job submitted yet)."""
     try:
         from dask_jobqueue import SLURMCluster
     except ImportError:
         raise QKError(
             "qk-slurm-workers needs dask-jobqueue: pip install 'qkcore[cluster]'"
         ) from None
-    resources = f"{MEMORY_RESOURCE}={BUILD_SHARE * memory_gb / cores:g}"
+    # A GPU job runs one worker, with all the job's cores: each of several workers declaring
+    # GPU=1 would be given a cuda build, and they would all share the job's one device.
+    workers = 1 if gpu else cores
+    resources = f"{MEMORY_RESOURCE}={BUILD_SHARE * memory_gb / workers:g}"
     if gpu:
         resources += f",{GPU_RESOURCE}=1"
     options: dict[str, Any] = {"dashboard_address": None}
@@ -60,8 +64,9 @@ def slurm_cluster(
     if host:
         options["host"] = host
     return SLURMCluster(
-        cores=cores,
-        processes=cores,  # one thread per worker: one build per process, as the local pool
+        cores=workers,
+        processes=workers,  # one thread per worker: one build per process, as the local pool
+        job_cpu=cores,
         memory=f"{memory_gb:g}GB",
         queue=partition,
         walltime=walltime,
@@ -80,7 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-gb", type=float, default=16.0, help="memory per job (GB)")
     parser.add_argument("--partition", default=None, help="Slurm partition (queue)")
     parser.add_argument("--walltime", default="04:00:00")
-    parser.add_argument("--gpu", action="store_true", help="one GPU per job (--device cuda)")
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="one GPU per job, held by its one worker (for --device cuda)",
+    )
     parser.add_argument("--scheduler-file", default=None, help="on storage the tests can read")
     parser.add_argument("--print-job-script", action="store_true")
     args = parser.parse_args(argv)

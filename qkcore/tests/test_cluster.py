@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import threading
@@ -193,10 +194,18 @@ def test_the_run_stops_before_building_with_a_usage_error(pytester, option, mess
     result.stdout.no_fnmatch_line("*passed*")
 
 
-def test_the_slurm_recipe_writes_workers_that_builds_can_use(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize(
+    "gpu, workers, resources",
+    [
+        (False, 4, "memory_gb=6.4"),  # 0.8 x 32 GB over 4 workers
+        (True, 1, "memory_gb=25.6,GPU=1"),  # one worker per GPU
+    ],
+    ids=["cpu", "gpu"],
+)
+def test_the_slurm_recipe_writes_workers_that_builds_can_use(tmp_path, gpu, workers, resources):
     """README's Slurm form (``qk-slurm-workers``): each job runs one-thread workers declaring
-    their share of the memory, in the shared cache - checked on the batch script it would
-    submit (no Slurm here)."""
+    their share of the memory, in the shared cache; a GPU job one worker, so no two cuda builds
+    share its GPU - checked on the batch script it would submit (no Slurm here)."""
     pytest.importorskip("dask_jobqueue", reason="the cluster extra: pip install 'qkcore[cluster]'")
     from qkcore.engine.slurm import slurm_cluster
 
@@ -207,7 +216,7 @@ def test_the_slurm_recipe_writes_workers_that_builds_can_use(tmp_path, capsys, m
         walltime="02:00:00",
         cache_dir="/shared/qk",
         scheduler_file=str(tmp_path / "scheduler.json"),
-        gpu=True,
+        gpu=gpu,
         host="127.0.0.1",
     )
     try:
@@ -215,9 +224,11 @@ def test_the_slurm_recipe_writes_workers_that_builds_can_use(tmp_path, capsys, m
     finally:
         cluster.close()
     assert "export QK_CACHE_DIR=/shared/qk" in script
-    assert "--nthreads 1" in script and "--nworkers 4" in script
-    assert "--resources memory_gb=6.4,GPU=1" in script  # 0.8 x 32 GB over 4 workers
-    assert "#SBATCH -p cpu" in script and "#SBATCH --gres=gpu:1" in script
+    assert "--nthreads 1" in script
+    assert re.findall(r"--nworkers (\d+)", script) == ([str(workers)] if workers > 1 else [])
+    assert re.findall(r"--resources (\S+)", script) == [resources]
+    assert "#SBATCH -p cpu" in script and "#SBATCH --cpus-per-task=4" in script
+    assert ("#SBATCH --gres=gpu:1" in script) == gpu
     assert (tmp_path / "scheduler.json").is_file()
 
 
