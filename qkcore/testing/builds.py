@@ -2,20 +2,32 @@
 
 They live in the library (not a test module) because a cluster's worker processes import them
 by name. Each try leaves a file in ``log_dir`` named by its process id, so a test can find and
-kill the process that runs it, and count the tries.
+kill the process that runs it, and count the tries. :data:`needs_cluster_extra` marks the tests
+that build on a Dask cluster.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from qkcore.diskcache import DiskCache
 from qkcore.errors import QKError
 
-__all__ = ["failing_build", "sleep_build", "slow_entry"]
+__all__ = ["failing_build", "needs_cluster_extra", "sleep_build", "slow_entry"]
+
+#: Skips a test where the ``cluster`` extra (Dask ``distributed``) is not installed - except
+#: under CI (``CI`` set), which installs it: there the test runs and fails, so a missing install
+#: step cannot pass as skips.
+needs_cluster_extra = pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is None and not os.environ.get("CI"),
+    reason="the cluster extra: pip install 'qkcore[cluster]'",
+)
 
 
 def slow_entry(key: str, seconds: float, log_dir: str) -> None:

@@ -24,12 +24,9 @@ from qkcore.engine.prepare import prepare
 from qkcore.errors import QKError
 from qkcore.evidence.pieces import BuildTask, build_toy, build_weights_table
 from qkcore.models.toy.model import ToyConfig
-from qkcore.testing.builds import failing_build, slow_entry
+from qkcore.testing.builds import failing_build, needs_cluster_extra, slow_entry
 
-if os.environ.get("CI"):
-    import distributed  # noqa: F401 - CI installs the cluster extra: a skip would hide it
-else:
-    pytest.importorskip("distributed", reason="the cluster extra: pip install 'qkcore[cluster]'")
+pytestmark = needs_cluster_extra
 
 
 def _cache(tmp_path: Path, name: str = "cache") -> DiskCache:
@@ -150,7 +147,8 @@ def test_an_unreachable_scheduler_is_one_error_naming_it(tmp_path):
 
 
 def test_workers_that_declare_no_memory_are_refused_with_the_fix(tmp_path):
-    distributed = pytest.importorskip("distributed")
+    import distributed
+
     with distributed.LocalCluster(
         n_workers=1, processes=False, dashboard_address=None, silence_logs=50
     ) as cluster:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from qkcore.testing.builds import needs_cluster_extra
 from qkcore.tests.test_author import CATALOGUE, run_suite, tables  # noqa: F401 - a fixture
 
 pytest_plugins = ["pytester"]
@@ -106,13 +107,6 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def _have_distributed() -> bool:
-    import importlib.util
-    import os
-
-    return bool(os.environ.get("CI")) or importlib.util.find_spec("distributed") is not None
-
-
 @pytest.mark.parametrize(
     "workers",
     [
@@ -120,9 +114,7 @@ def _have_distributed() -> bool:
         ["-p", "no:xdist"],
         pytest.param(
             ["-n", "2", "--claims-executor", "dask-local:2"],
-            marks=pytest.mark.skipif(
-                not _have_distributed(), reason="pip install 'qkcore[cluster]'"
-            ),
+            marks=needs_cluster_extra,
         ),
     ],
     ids=["xdist", "one", "xdist-on-dask"],
