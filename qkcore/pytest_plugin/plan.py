@@ -88,11 +88,11 @@ def plan_lines(
     tasks: list[Any],
     claim_of: Mapping[str, str],
     workers: int,
-    where: str = "",
+    where: str,
 ) -> list[str]:
     """The plan (module docstring): ``needs`` maps each selected test to the builds it waits on
-    (stamps of builds not yet done); ``tasks`` are those builds (``key``, ``label``, ``cost``);
-    ``where`` says where they run if not in ``workers`` local processes."""
+    (stamps of builds not yet done); ``tasks`` are those builds (``key``, ``label``, ``cost``),
+    run ``workers`` at a time on ``where`` (the executor's description)."""
     by_key = {task.key: task for task in tasks}
     free = sum(1 for keys in needs.values() if not keys)
     waiting_on: dict[str, set[tuple[str, str]]] = defaultdict(set)
@@ -106,7 +106,6 @@ def plan_lines(
     for key, task in by_key.items():
         groups[frozenset(waiting_on[key])].append(task)
     wall = _minutes(sum(task.cost for task in tasks) / max(1, workers))[1:]
-    where = where or f"{workers} processes"
     lines = [
         f"prepare: {len(needs)} selected tests; {free} need no build and run first. "
         f"{len(tasks)} build{'s' * (len(tasks) != 1)} (about {wall} on {where}) "

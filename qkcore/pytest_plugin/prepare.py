@@ -145,9 +145,11 @@ class PreparePhase:
                     f"prepare: the {self.cached} builds the selected tests need are cached"
                 )
             return
-        where = ""
-        if self.executor is not None and self.executor_spec != "local":
-            where = f"{self.executor.description}, {self._workers()} at a time"
+        executor = self.executor
+        assert executor is not None, "the executor opens at session start whenever builds run"
+        where = executor.description
+        if self.executor_spec != "local":  # a cluster's description does not count its slots
+            where += f", {self._workers()} at a time"
         for text in plan_lines(self.needs, tasks, claim_of, self._workers(), where):
             self.out.line(text)
         self.build = build.start()

@@ -108,21 +108,23 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 @pytest.mark.parametrize(
-    "workers",
+    ("workers", "where"),
     [
-        ["-n", "2"],
-        ["-p", "no:xdist"],
+        (["-n", "2"], "2 processes"),
+        (["-p", "no:xdist"], "2 processes"),
         pytest.param(
             ["-n", "2", "--claims-executor", "dask-local:2"],
+            "a local Dask cluster of 2 worker processes, 2 at a time",
             marks=needs_cluster_extra,
         ),
     ],
     ids=["xdist", "one", "xdist-on-dask"],
 )
-def test_tests_run_as_their_evidence_is_built(suite, tables, workers):  # noqa: F811
+def test_tests_run_as_their_evidence_is_built(suite, tables, workers, where):  # noqa: F811
     result, verdicts, times = _run(suite, tables, "stream", *workers)
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["*prepare: 4 selected tests; 2 need no build and run first.*"])
+    plan = "*prepare: 4 selected tests; 2 need no build and run first. 2 builds (about * on "
+    result.stdout.fnmatch_lines([f"{plan}{where})*"])
     late_built = times["built-late"][1]
     assert times["ran-slow_quick"][0] >= times["built-quick"][1]
     assert times["ran-slow_late"][0] >= late_built
