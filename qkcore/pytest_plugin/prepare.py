@@ -145,11 +145,9 @@ class PreparePhase:
                     f"prepare: the {self.cached} builds the selected tests need are cached"
                 )
             return
-        executor = self.executor
-        assert executor is not None, "the executor opens at session start whenever builds run"
-        where = executor.description
-        if self.executor_spec != "local":  # a cluster's description does not count its slots
-            where += f", {self._workers()} at a time"
+        assert self.executor is not None  # opened at session start whenever builds run
+        where = self.executor.description  # a cluster's does not count its slots:
+        where += "" if self.executor_spec == "local" else f", {self._workers()} at a time"
         for text in plan_lines(self.needs, tasks, claim_of, self._workers(), where):
             self.out.line(text)
         self.build = build.start()
