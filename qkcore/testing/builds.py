@@ -21,11 +21,12 @@ from qkcore.errors import QKError
 
 __all__ = ["failing_build", "needs_cluster_extra", "sleep_build", "slow_entry"]
 
-#: Skips a test where the ``cluster`` extra (Dask ``distributed``) is not installed - except
-#: under CI (``CI`` set), which installs it: there the test runs and fails, so a missing install
-#: step cannot pass as skips.
+#: Skips a test where the ``cluster`` extra (``distributed``, ``dask-jobqueue``) is not
+#: installed - except under CI (``CI`` set), which installs it: there the test runs and fails,
+#: so a missing install step cannot pass as skips.
 needs_cluster_extra = pytest.mark.skipif(
-    importlib.util.find_spec("distributed") is None and not os.environ.get("CI"),
+    any(importlib.util.find_spec(name) is None for name in ("distributed", "dask_jobqueue"))
+    and not os.environ.get("CI"),
     reason="the cluster extra: pip install 'qkcore[cluster]'",
 )
 

@@ -204,7 +204,6 @@ def test_the_slurm_recipe_writes_workers_that_builds_can_use(tmp_path, gpu, work
     """README's Slurm form (``qk-slurm-workers``): each job runs one-thread workers declaring
     their share of the memory, in the shared cache; a GPU job one worker, so no two cuda builds
     share its GPU - checked on the batch script it would submit (no Slurm here)."""
-    pytest.importorskip("dask_jobqueue", reason="the cluster extra: pip install 'qkcore[cluster]'")
     from qkcore.engine.slurm import slurm_cluster
 
     cluster = slurm_cluster(
