@@ -60,6 +60,9 @@ class EvidenceRef:
     regime: str = ""
     seed: int | None = None
     population: int | None = None
+    #: the declared mutation applied to a copy of this evidence (mutation runs only,
+    #: :mod:`qkcore.evidence.mutations`): the id gains ``~<mutation>``
+    mutation: str = ""
 
     def __post_init__(self) -> None:
         if not _KIND.match(self.kind):
@@ -77,9 +80,11 @@ class EvidenceRef:
 
     @property
     def evidence_id(self) -> str:
-        """The string form (the one formatter): ``kind[-regime]:model[-s<seed>|-n<size>]``."""
+        """The string form (the one formatter):
+        ``kind[-regime]:model[-s<seed>|-n<size>][~mutation]``."""
         head = f"{self.kind}-{self.regime}" if self.regime else self.kind
-        return f"{head}:{self.name}"
+        tail = f"~{self.mutation}" if self.mutation else ""
+        return f"{head}:{self.name}{tail}"
 
     @property
     def name(self) -> str:

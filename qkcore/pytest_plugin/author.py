@@ -19,6 +19,9 @@ A claim test names its catalogue entry and the evidence that can bear on it, and
 
 The verdict rules are :mod:`~qkcore.pytest_plugin.checks`; ``claim_record`` (the recorder
 underneath) stays for code that needs it.
+
+Why one module: it is one class a claim author reads top to bottom, one method per check kind;
+split, its methods' shared rules (thresholds and margins by catalogue name) would be too.
 """
 
 from __future__ import annotations
@@ -153,6 +156,45 @@ class Claim:
             text=text,
             opposite=opposite,
             note=note,
+        )
+
+    def absence(
+        self,
+        name: str,
+        estimate: float,
+        interval: tuple[float, float],
+        margin: str,
+        *,
+        centre: float = 0.0,
+        n: int | None = None,
+        paper: Any = None,
+        note: str = "",
+    ) -> bool:
+        """An absence ("null", "indistinguishable", "at the null", "no increment") judged as an
+        equivalence: the effect's ``interval`` (at ``1 - 2 alpha``: 0.90) inside the catalogue
+        margin ``centre -/+ value`` supports, entirely outside refutes, otherwise the row is
+        inconclusive (:mod:`qkcore.stats.equivalence`). ``margin`` names a vocabulary term or
+        one of the claim's ``margins``: its value and the sentence behind it, shown in the row.
+        A significant but smaller-than-margin effect never refutes; no power check is needed
+        (the interval's width is the power)."""
+        term = self.entry.margin(margin)
+        value = term.value
+        bounds = (
+            (float(value[0]), float(value[1]))
+            if isinstance(value, tuple | list)
+            else (centre - float(value), centre + float(value))
+        )
+        return self.record.check(
+            name,
+            estimate,
+            "in",
+            bounds,
+            kind="statement",
+            interval=interval,
+            n=n,
+            paper=paper,
+            note=note,
+            margin_source=f"{term.name} = {value} ({term.source})",
         )
 
     def premise(

@@ -21,8 +21,23 @@ One reserved table, ``[vocabulary]``, holds the bars more than one claim uses (w
 
 A claim reads a term by name like its own thresholds (``claim.threshold("symmetric")``); a
 claim that declares a threshold of the same name is an error, so two claims cannot disagree
-on what a shared word means. ``nature = "identity"`` marks a claim that checks a mathematical
-identity on random operators, reported apart from empirical findings.
+on what a shared word means.
+
+An absence claim judges its effect against a margin (:meth:`Claim.absence`), and a margin
+always names its source: a vocabulary term, or one of the claim's own ``margins``, shaped
+like a term::
+
+    [S7f.margins.attenuates_nothing]
+    value = 22.5
+    means = "attenuation % at which the paper's recipe 'finds nothing' (placebo, 4-22%)"
+    source = "qk_spectral.tex:391"
+
+``mutations`` (:mod:`qkcore.evidence.mutations`) declare the changes of the claim's deciding
+evidence that must move it, and ``unmutated`` says, per check name (or ``"*"``), why a check
+cannot react to any (an identity, a printed number).
+
+``nature = "identity"`` marks a claim that checks a mathematical identity on random operators,
+reported apart from empirical findings.
 
 Tests read it through :func:`~qkcore.pytest_plugin.claim.claim`; the report shows the sentence
 and its source; README's catalogue table is generated from it.
@@ -68,6 +83,9 @@ _FIELDS = {
     "printed",
     "restates",
     "tests",
+    "margins",
+    "mutations",
+    "unmutated",
 }
 
 
@@ -97,6 +115,12 @@ class ClaimEntry:
     #: per test function, what differs for it (a claim tested from two sides: F2's scores
     #: rebuilt from factors and from frequency operators)
     tests: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: the claim's own margins of absence (each with its source, like a vocabulary term)
+    margins: Mapping[str, Term] = field(default_factory=dict)
+    #: the changes of its evidence that must move it (:mod:`qkcore.evidence.mutations`)
+    mutations: tuple[Mapping[str, Any], ...] = ()
+    #: per check name (or "*"), why the check cannot react to a mutation
+    unmutated: Mapping[str, str] = field(default_factory=dict)
     vocabulary: Mapping[str, Term] = field(default_factory=dict, compare=False, repr=False)
 
     def for_test(self, name: str) -> ClaimEntry:
@@ -121,6 +145,18 @@ class ClaimEntry:
                 f"terms: {sorted(self.vocabulary)})"
             )
         return tuple(value) if isinstance(value, list) else value
+
+    def margin(self, name: str) -> Term:
+        """A margin of absence by name: the claim's own, or a vocabulary term."""
+        if name in self.margins:
+            return self.margins[name]
+        if name in self.vocabulary:
+            return self.vocabulary[name]
+        raise CheckError(
+            f"claim {self.id}: margin {name!r} is not declared; add [{self.id}.margins.{name}] "
+            "with value, means and source (the sentence that gives the margin), or use a "
+            f"vocabulary term (declared: {sorted(self.margins)}; shared: {sorted(self.vocabulary)})"
+        )
 
     def printed_value(self, name: str, key: str | None) -> str | None:
         """The paper's printed text for ``name`` (per model when the entry is a table)."""
@@ -172,16 +208,49 @@ class Catalogue:
                     f"{path}: [{claim_id}] redeclares the shared term(s) {shadowed}; use "
                     f"[{VOCABULARY}.{shadowed[0]}] (one meaning for every claim) or a new name"
                 )
+            table = dict(table)
+            where = f"{path}: [{claim_id}.margins]"
+            table["margins"] = _terms(where, table.get("margins", {}))
+            table["mutations"] = _mutations(path, claim_id, table.get("mutations", []))
+            unmutated = table.get("unmutated", {})
+            if not isinstance(unmutated, Mapping) or not all(
+                isinstance(v, str) and v.strip() for v in unmutated.values()
+            ):
+                raise CheckError(
+                    f"{path}: [{claim_id}.unmutated] maps a check name (or '*') to the reason it "
+                    "cannot react to a mutation of its evidence, as text"
+                )
             entries[claim_id] = ClaimEntry(id=claim_id, **table, vocabulary=vocabulary)
         return cls(path, entries, vocabulary)
 
 
 def _vocabulary(path: Path, data: Mapping[str, Any]) -> dict[str, Term]:
+    return _terms(f"{path}: [{VOCABULARY}]", data)
+
+
+def _mutations(path: Path, claim_id: str, data: Any) -> tuple[Mapping[str, Any], ...]:
+    """The claim's declared mutations, each checked against the operations' grammar now, so a
+    typo is one error at collection, not a crash inside the mutation run."""
+    from qkcore.evidence.mutations import MutationError, parse_mutation
+
+    if not isinstance(data, list):
+        raise CheckError(
+            f"{path}: [{claim_id}] mutations is an array of tables ([[{claim_id}.mutations]])"
+        )
+    for spec in data:
+        try:
+            parse_mutation(spec)
+        except MutationError as exc:
+            raise CheckError(f"{path}: [[{claim_id}.mutations]] {exc}") from None
+    return tuple(dict(spec) for spec in data)
+
+
+def _terms(where: str, data: Mapping[str, Any]) -> dict[str, Term]:
     terms = {}
     for name, term in data.items():
         if not isinstance(term, Mapping) or set(term) != {"value", "means", "source"}:
             raise CheckError(
-                f"{path}: [{VOCABULARY}.{name}] must have exactly value, means and source "
+                f"{where}.{name} must have exactly value, means and source "
                 "(the sentence that justifies the bar)"
             )
         value = term["value"]

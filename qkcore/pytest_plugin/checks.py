@@ -32,6 +32,16 @@ The verdict of a row, in this order:
 
 ``number`` and ``consistency`` failures never decide a verdict: they are errata.
 
+An absence ("null", "indistinguishable", "at the null") is a statement with comparison ``in``, a
+margin ``(low, high)`` as threshold and the effect's ``1 - 2 alpha`` interval: it passes when the
+interval lies inside the margin, fails when it lies entirely outside, and is uncertain otherwise
+(:mod:`qkcore.stats.equivalence`, two one-sided tests). ``margin_source`` names where the margin
+comes from (the paper's own bar, its printed precision, its usage). No power check guards it:
+the interval's width is the evidence's power.
+
+Why one module: the check record, its judgement and the verdict rule read as one table of
+rules; a split would put the rule for an outcome apart from the outcome.
+
 Example::
 
     check = judge("median D_head pct", 0.81, ">=", 0.8, kind="statement")
@@ -45,6 +55,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
+from qkcore.stats.equivalence import equivalence
 from qkcore.stats.printed import as_printed, reproduces
 
 __all__ = [
@@ -83,6 +94,13 @@ _ORDER = {
 }
 
 
+_EQUIVALENCE_OUTCOME: dict[str, Outcome] = {
+    "equivalent": "pass",
+    "different": "fail",
+    "undecided": "uncertain",
+}
+
+
 class CheckError(TypeError):
     """A check called wrongly (unknown kind or comparison, a number check without printed text):
     a bug in the claim test, never a verdict."""
@@ -108,6 +126,8 @@ class Check:
     guards: Guards = "both"
     #: statements: a failure is the effect significantly reversed (refutes without power)
     opposite: bool = False
+    #: absence statements (an equivalence): the margin's name and the sentence behind it
+    margin_source: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -162,6 +182,7 @@ def judge(
     effect: str = "",
     guards: str = "both",
     opposite: bool = False,
+    margin_source: str = "",
 ) -> Check:
     """Compare and record: the :class:`Check` with its outcome and margin.
 
@@ -209,7 +230,10 @@ def judge(
         v = _number(value)
         passed = v is not None and not math.isnan(v) and _ORDER[comparison](v, float(threshold))
     outcome: Outcome = "pass" if passed else "fail"
-    if interval is not None and kind == "statement" and comparison in ("<", "<=", ">", ">="):
+    if interval is not None and kind == "statement" and comparison == "in":
+        decision = equivalence(value, interval, (float(lo), float(hi))).decision
+        outcome = _EQUIVALENCE_OUTCOME[decision]
+    elif interval is not None and kind == "statement" and comparison in ("<", "<=", ">", ">="):
         lo, hi = sorted(float(x) for x in interval)
         if lo <= float(threshold) <= hi:
             outcome = "uncertain"
@@ -235,6 +259,7 @@ def judge(
         effect=effect,
         guards=guards,
         opposite=opposite,
+        margin_source=margin_source,
     )
 
 
@@ -256,6 +281,8 @@ def describe(check: Check) -> str:
         extra.append(f"n = {check.n}")
     if check.effect:
         extra.append(f"against {check.effect}")
+    if check.margin_source:
+        extra.append(f"margin {check.margin_source}")
     tail = f"; {', '.join(extra)}" if extra else ""
     rule = " at printed precision" if isinstance(check.threshold, str) else ""
     return f"{check.name}: {value} {check.comparison} {threshold}{rule} ({check.kind} {verb}{tail})"

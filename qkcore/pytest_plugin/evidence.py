@@ -18,6 +18,7 @@ needs: no conftest.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -151,14 +152,40 @@ def _set_offers(config: pytest.Config, mark: pytest.Mark) -> list[Offer]:
 
 
 def generate_evidence(metafunc: pytest.Metafunc) -> None:
-    """Parametrize ``evidence`` / ``evidence_set`` of a test from its markers."""
+    """Parametrize ``evidence`` / ``evidence_set`` of a test from its markers (and, in a
+    mutation run, each released piece once more per mutation its claim declares)."""
     marker = metafunc.definition.get_closest_marker("evidence")
     if marker is not None and "evidence" in metafunc.fixturenames:
-        metafunc.parametrize("evidence", [to_param(o) for o in _offers(metafunc.config, marker)])
+        offers = _with_mutations(metafunc, _offers(metafunc.config, marker))
+        metafunc.parametrize("evidence", [to_param(o) for o in offers])
     marker = metafunc.definition.get_closest_marker("evidence_set")
     if marker is not None and "evidence_set" in metafunc.fixturenames:
-        offers = _set_offers(metafunc.config, marker)
+        offers = _with_mutations(metafunc, _set_offers(metafunc.config, marker))
         metafunc.parametrize("evidence_set", [to_param(o) for o in offers])
+
+
+def _with_mutations(metafunc: pytest.Metafunc, offers: list[Offer]) -> list[Offer]:
+    """Under ``--claims-mutations``: each released piece, then a mutated copy of it for every
+    mutation of the claim that touches its tables (:mod:`qkcore.evidence.mutations`)."""
+    if not metafunc.config.getoption("--claims-mutations", False):
+        return offers
+    marker = metafunc.definition.get_closest_marker("claim")
+    entry = marker.kwargs.get("entry") if marker is not None else None
+    if entry is None or not entry.mutations:
+        return offers
+    from qkcore.evidence.mutations import mutated_piece, parse_mutation
+
+    mutations = [parse_mutation(spec) for spec in entry.mutations]
+    out: list[Offer] = []
+    for offer in offers:
+        out.append(offer)
+        if offer.skip or offer.piece is None:
+            continue
+        for mutation in mutations:
+            piece = mutated_piece(offer.piece, mutation)
+            if piece is not None:
+                out.append(replace(offer, ref=piece.ref, piece=piece))
+    return out
 
 
 def all_pieces(config: pytest.Config) -> dict[str, Any]:

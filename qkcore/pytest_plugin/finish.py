@@ -13,10 +13,16 @@ from pathlib import Path
 import pytest
 
 from qkcore.pytest_plugin.baseline import BaselineChanges, write_baseline
+from qkcore.pytest_plugin.catalogue import catalogue_for
 from qkcore.pytest_plugin.compare import write_comparison
 from qkcore.pytest_plugin.drift import Drift
 from qkcore.pytest_plugin.evidence import kinds_of
 from qkcore.pytest_plugin.judged import compare_with_baseline, fails_the_run, judged_rows
+from qkcore.pytest_plugin.mutation_report import (
+    MutationSummary,
+    summarize_mutations,
+    write_mutations,
+)
 from qkcore.pytest_plugin.populations import add_populations
 from qkcore.pytest_plugin.report import publish_latest, run_report_dir, write_reports
 from qkcore.pytest_plugin.result import ClaimResult
@@ -52,6 +58,11 @@ def finish_session(session: pytest.Session, state: SessionState) -> Finished:
     other = config.getoption("--claims-compare", None)
     if other:
         paths.append(write_comparison(Path(other), paths[0], report_dir / "comparison.md"))
+    if config.getoption("--claims-mutations", False):
+        summary = _mutation_summary(state, results)
+        paths.append(write_mutations(summary, report_dir / "mutations.md"))
+        if summary.problems and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     latest = publish_latest(report_dir, state) if state.full_selection else None
     changes = None
     if state.update_baseline and state.baseline_path is not None:
@@ -59,6 +70,16 @@ def finish_session(session: pytest.Session, state: SessionState) -> Finished:
     elif fails_the_run(state, drift) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     return Finished(paths, latest, drift, changes, regimes)
+
+
+def _mutation_summary(state: SessionState, results: list[ClaimResult]) -> MutationSummary:
+    """Mutated rows against their originals, with each claim's catalogue entry."""
+    entries = {}
+    for result in results:
+        if result.claim and result.claim not in entries:
+            test_file = state.rootdir / result.nodeid.split("::")[0]
+            entries[result.claim] = catalogue_for(test_file).entry(result.claim)
+    return summarize_mutations(results, entries)
 
 
 def toy_regimes(config: pytest.Config, results: Iterable[ClaimResult]) -> dict[str, str]:

@@ -17,7 +17,7 @@ def judged_rows(state: SessionState) -> dict[str, RowRecord]:
     return {
         nodeid: RowRecord.from_result(result)
         for nodeid, result in state.results.items()
-        if not result.is_detail
+        if not result.is_detail and not (result.ref is not None and result.ref.mutation)
     }
 
 

@@ -80,6 +80,14 @@ def add_claims_options(parser: pytest.Parser) -> None:
         "comparison.md beside this run's report (the same as qk-claims-compare OTHER NEW)",
     )
     group.addoption(
+        "--claims-mutations",
+        action="store_true",
+        help="the mutation run: every paper row of a claim that declares mutations (catalogue) "
+        "also runs on a copy of the released tables with each one applied (id '~name'); "
+        "mutations.md beside the report says which checks reacted, and a statement or power "
+        "check that reacts to none (and is not exempt with a reason) fails the run",
+    )
+    group.addoption(
         "--claims-report-latest",
         action="store_true",
         help="make this run reports/latest even when it selects only part of the suite",

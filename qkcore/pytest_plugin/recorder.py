@@ -76,6 +76,7 @@ class ClaimRecorder:
         effect: str = "",
         guards: str = "both",
         opposite: bool = False,
+        margin_source: str = "",
     ) -> bool:
         """Judge ``value <comparison> threshold`` as a check of ``kind`` and record it; returns
         whether it passed. Never raises on a failed check: the verdict comes from all checks."""
@@ -93,6 +94,7 @@ class ClaimRecorder:
             effect=effect,
             guards=guards,
             opposite=opposite,
+            margin_source=margin_source,
         )
         # stored as JSON travels: NaN and infinities as text
         result.value, result.threshold = jsonable(result.value), jsonable(result.threshold)

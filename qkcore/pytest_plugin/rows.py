@@ -46,6 +46,7 @@ def record_phase(
         expected=state.baseline.get(item.nodeid) if state.check_baseline else None,
         seed=ref.evidence_id if ref is not None and ref.is_seed else None,
         label=state.baseline_label,
+        mutation=ref.mutation if ref is not None else "",
     )
     function = getattr(item, "function", None)
     callspec = getattr(item, "callspec", None)

@@ -47,6 +47,11 @@ class SessionState:
         rootdir = Path(config.rootpath)
         option = config.getoption("--claims-baseline", "reports/baseline.json")
         update = bool(config.getoption("--claims-update-baseline", False))
+        if update and config.getoption("--claims-mutations", False):
+            raise pytest.UsageError(
+                "--claims-update-baseline with --claims-mutations: a mutation run judges "
+                "mutated copies of the evidence and never writes the baseline; run them apart"
+            )
         explicit = option != "reports/baseline.json"
         path = None if option.lower() == "none" else (rootdir / option).resolve()
         baseline = read_baseline(path, must_exist=explicit and not update) if path else Baseline()

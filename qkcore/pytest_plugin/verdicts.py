@@ -7,8 +7,9 @@ assert decides a verdict. Any other exception -> ``error``; a skip -> ``skipped`
 
 The baseline's rules for one test report (:func:`apply_baseline`): a known refuted row is
 xfailed; a toy seed's refuted row is xfailed too (its population is judged instead, at the end
-of the session); any other change of a decided verdict fails the test. Phases of one test merge
-with the worst verdict winning (:func:`merge_phase`).
+of the session), and so is a mutated copy's (mutations.md judges it); any other change of a
+decided verdict fails the test. Phases of one test merge with the worst verdict winning
+(:func:`merge_phase`).
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def apply_baseline(
     expected: str | None,
     seed: str | None,
     label: str,
+    mutation: str = "",
 ) -> None:
     """Turn the call report into what the baseline says of it (module docstring).
 
@@ -116,6 +118,11 @@ def apply_baseline(
         if verdict == "refuted":
             report.outcome = "skipped"
             report.wasxfail = f"toy seed {seed} refuted; judged with its population of seeds"
+    if mutation:
+        expected = None  # a mutated copy is an experiment on a check, judged in mutations.md
+        if verdict == "refuted":
+            report.outcome = "skipped"
+            report.wasxfail = f"refuted on mutation {mutation!r} of its evidence (mutations.md)"
     if verdict == "refuted" and expected == "refuted":
         report.outcome = "skipped"
         report.wasxfail = f"known refuted (baseline {label})"

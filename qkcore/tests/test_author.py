@@ -96,6 +96,7 @@ def test_a_suite_without_conftest_gets_evidence_through_the_entry_point(pytester
         "regime": "",
         "seed": None,
         "population": None,
+        "mutation": "",
     }
     # the printed number is judged where the catalogue prints one (gpt2: 1/3 -> "0.33")
     number = [c for c in gpt2["checks"] if c["kind"] == "number"]
