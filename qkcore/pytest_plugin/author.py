@@ -277,12 +277,22 @@ class Claim:
         paper: Any = None,
         text: bool = False,
         note: str = "",
+        readings: dict[str, Any] | None = None,
     ) -> bool:
         """The paper against itself (a verbal label against its own number): errata only.
         ``text=True``: the threshold is compared as text (``"5.2"``, a head's name), not
-        looked up as a catalogue threshold."""
+        looked up as a catalogue threshold. ``readings``: the value under other reasonable
+        readings, by name - a mismatch one of them removes is reading-dependent."""
         return self._check(
-            "consistency", name, value, comparison, threshold, text=text, paper=paper, note=note
+            "consistency",
+            name,
+            value,
+            comparison,
+            threshold,
+            text=text,
+            paper=paper,
+            note=note,
+            readings=readings,
         )
 
     def printed(
@@ -295,12 +305,16 @@ class Claim:
         comparison: Comparison = "==",
         n: int | None = None,
         note: str = "",
+        readings: dict[str, Any] | None = None,
     ) -> bool | None:
         """The paper's printed number for ``name`` reproduced at its printed precision, where
         the catalogue prints one for ``key`` (default: this evidence's model); elsewhere the
         value is only measured. ``label``: the check's name in the report (default ``name``);
         ``comparison``: ``==`` (reproduced at the printed digits), or a bound the paper prints
-        (``"<="`` for "p <= 0.016"). Returns the outcome, or None when nothing is printed."""
+        (``"<="`` for "p <= 0.016"). ``readings``: the quantity under other reasonable readings
+        (``{"medians, not means": 0.0042}``) - a print one of them reproduces is a
+        reading-dependent mismatch, not an erratum. Returns the outcome, or None when nothing
+        is printed."""
         key = key if key is not None else (self.ref.model if self.ref is not None else None)
         text = self.entry.printed_value(name, key)
         shown = name if label is None else label
@@ -312,7 +326,9 @@ class Claim:
                 f"claim {self.entry.id}: printed {name!r} must be the paper's text (a string, "
                 f'e.g. "0.790"); got {text!r}'
             )
-        return self.record.check(shown, value, comparison, text, kind="number", n=n, note=note)
+        return self.record.check(
+            shown, value, comparison, text, kind="number", n=n, note=note, readings=readings
+        )
 
     def measure(self, name: str, value: Any, **kw: Any) -> Any:
         """A number that informs but does not judge (returned unchanged)."""

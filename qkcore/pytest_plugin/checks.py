@@ -30,7 +30,10 @@ The verdict of a row, in this order:
 ``supported``         every statement check passes (at least one is required)
 ====================  ==========================================================================
 
-``number`` and ``consistency`` failures never decide a verdict: they are errata.
+``number`` and ``consistency`` failures never decide a verdict: they are errata - unless the
+print reproduces under another reasonable reading the test records beside it (``readings``:
+the authors' rounding, medians for means, their test convention), which makes the mismatch
+reading-dependent (``reproduced_by``), listed apart and never sent to the authors.
 
 An absence ("null", "indistinguishable", "at the null") is a statement with comparison ``in``, a
 margin ``(low, high)`` as threshold and the effect's ``1 - 2 alpha`` interval: it passes when the
@@ -128,6 +131,12 @@ class Check:
     opposite: bool = False
     #: absence statements (an equivalence): the margin's name and the sentence behind it
     margin_source: str = ""
+    #: number and consistency checks: the recomputation under other reasonable readings
+    #: (means vs medians, the authors' rounding or test convention), by reading
+    readings: dict[str, Any] | None = None
+    #: the first of ``readings`` under which the print reproduces: a mismatch that depends
+    #: on the reading, never an erratum for the authors
+    reproduced_by: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -183,6 +192,7 @@ def judge(
     guards: str = "both",
     opposite: bool = False,
     margin_source: str = "",
+    readings: dict[str, Any] | None = None,
 ) -> Check:
     """Compare and record: the :class:`Check` with its outcome and margin.
 
@@ -237,6 +247,12 @@ def judge(
         lo, hi = sorted(float(x) for x in interval)
         if lo <= float(threshold) <= hi:
             outcome = "uncertain"
+    reproduced_by = ""
+    if readings and kind in ("number", "consistency") and outcome != "pass":
+        for reading, other in readings.items():
+            if judge(name, other, comparison, threshold, kind=kind).outcome == "pass":
+                reproduced_by = reading
+                break
     margin = None
     if isinstance(threshold, str) and comparison not in ("in", "not in"):
         shown = _number(value)
@@ -260,6 +276,8 @@ def judge(
         guards=guards,
         opposite=opposite,
         margin_source=margin_source,
+        readings=dict(readings) if readings else None,
+        reproduced_by=reproduced_by,
     )
 
 

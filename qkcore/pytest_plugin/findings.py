@@ -5,6 +5,7 @@ Example::
     summary(results)[0]   # {"claim": "F1", "statement": "...", "verdicts": {"toy": {...}}}
     errata(results)       # failed number / consistency checks, each with its class:
                           # "slip" (the paper's print against its own data or itself),
+                          # "reading" (a mismatch another reasonable reading removes),
                           # "press", "companion", or "analogue" (a print an analogue model
                           # does not reproduce: not an erratum of the paper)
 """
@@ -99,6 +100,8 @@ def summary(results: list[ClaimResult]) -> list[dict[str, Any]]:
 #: What an erratum's class means, in the order the reports list them.
 ERRATA_CLASSES = {
     "slip": "the paper's print against its own released data, or against itself",
+    "reading": "a print that another reasonable reading reproduces (named beside it): a "
+    "mismatch that depends on the suite's reading, not a slip to send",
     "press": "an article's number against the data (a press mismatch, not the paper's)",
     "companion": "the companion paper's print against the evidence",
     "analogue": "a print of the paper's models that an offline analogue does not reproduce "
@@ -106,15 +109,15 @@ ERRATA_CLASSES = {
 }
 
 
-def erratum_class(r: ClaimResult, kind: str) -> str:
-    """An erratum's class (:data:`ERRATA_CLASSES`): whose print, and whether the evidence is
-    the paper's own."""
+def erratum_class(r: ClaimResult, kind: str, reproduced_by: str = "") -> str:
+    """An erratum's class (:data:`ERRATA_CLASSES`): whose print, whether the evidence is the
+    paper's own, and whether another reading reproduces it."""
     if r.section == "press":
         return "press"
     if r.section == "companion":
         return "companion"
     if kind == "consistency" or r.evidence_kind in ("paper", "simulation"):
-        return "slip"
+        return "reading" if reproduced_by else "slip"
     return "analogue"
 
 
@@ -146,7 +149,7 @@ def errata(results: list[ClaimResult]) -> list[dict[str, Any]]:
                     {
                         "claim": r.claim,
                         "source": source,
-                        "class": erratum_class(r, c.kind),
+                        "class": erratum_class(r, c.kind, c.reproduced_by),
                         "sentence": r.sentence,
                         "where": r.source,
                         "evidence": r.evidence,
@@ -159,6 +162,8 @@ def errata(results: list[ClaimResult]) -> list[dict[str, Any]]:
                         "threshold": c.threshold,
                         "rule": RULES[c.kind],
                         "note": c.note,
+                        "reading": c.reproduced_by,
+                        "under_reading": (c.readings or {}).get(c.reproduced_by),
                     }
                 )
     return out

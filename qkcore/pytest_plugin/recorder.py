@@ -77,6 +77,7 @@ class ClaimRecorder:
         guards: str = "both",
         opposite: bool = False,
         margin_source: str = "",
+        readings: dict[str, Any] | None = None,
     ) -> bool:
         """Judge ``value <comparison> threshold`` as a check of ``kind`` and record it; returns
         whether it passed. Never raises on a failed check: the verdict comes from all checks."""
@@ -95,10 +96,13 @@ class ClaimRecorder:
             guards=guards,
             opposite=opposite,
             margin_source=margin_source,
+            readings=readings,
         )
         # stored as JSON travels: NaN and infinities as text
         result.value, result.threshold = jsonable(result.value), jsonable(result.threshold)
         result.paper, result.margin = jsonable(result.paper), jsonable(result.margin)
+        if result.readings:
+            result.readings = {k: jsonable(plain(v)) for k, v in result.readings.items()}
         self.checks.append(result)
         return result.outcome == "pass"
 

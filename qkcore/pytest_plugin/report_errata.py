@@ -2,10 +2,13 @@
 
 One file per report folder. It opens with a summary (how many slips, in which claims), then
 each slip of the paper's print - a printed number its own released data do not reproduce, or
-two of its own statements that disagree - with the sentence, its tex line, the printed value,
-the recomputation, the evidence and the command that reproduces it. Press and companion
-mismatches follow in their own lists; prints that an offline analogue model does not
-reproduce are named last as what they are (not errata: a different model).
+two of its own statements that disagree, under every reasonable reading the test recomputes -
+with the sentence, its tex line, the printed value, the recomputation, the evidence and the
+command that reproduces it. Reading-dependent mismatches follow apart, each with the reading
+that reproduces the print: they are the suite's readings, not the paper's slips, and are not
+meant for the authors. Press and companion mismatches follow in their own lists; prints that
+an offline analogue model does not reproduce are named last as what they are (not errata: a
+different model).
 
 Example::
 
@@ -73,6 +76,27 @@ def _slip_block(claim: str, slips: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _reading_block(listed: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "## Reading-dependent mismatches (not for the authors)",
+        "",
+        ERRATA_CLASSES["reading"][0].upper() + ERRATA_CLASSES["reading"][1:] + ".",
+        "",
+    ]
+    if not listed:
+        return [*lines, "None.", ""]
+    lines += [
+        "| claim | check | printed | our reading | the reading that reproduces it |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {e['claim']} | {_cell(e['check'])} | {_cell(_printed(e))} | "
+        f"{_cell(fmt(e['measured']))} | {_cell(e['reading'])}: {_cell(fmt(e['under_reading']))} |"
+        for e in listed
+    ]
+    return [*lines, ""]
+
+
 def render_errata(found: list[dict[str, Any]], created: str) -> str:
     """errata.md for the errata of one run (:func:`~qkcore.pytest_plugin.findings.errata`)."""
     by_class: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -86,12 +110,15 @@ def render_errata(found: list[dict[str, Any]], created: str) -> str:
         f"{created}. The paper's own slips: {len(slips)} printed value(s) in {len(claims)} "
         f"claim(s) ({', '.join(claims) or 'none'}) that its released data, or its own other "
         "numbers, do not reproduce at the printed precision. "
-        f"Press mismatches: {len(by_class['press'])}; companion: {len(by_class['companion'])}; "
+        f"Reading-dependent mismatches (not sent): {len(by_class['reading'])}; "
+        f"press mismatches: {len(by_class['press'])}; companion: {len(by_class['companion'])}; "
         f"prints not reproduced on offline analogues (not errata): {len(by_class['analogue'])}.",
         "",
         "A printed number is reproduced when the recomputation, rounded to the printed digits, "
-        "equals it (a printed bound: satisfies it). The verdicts of the claims do not depend "
-        "on these checks.",
+        "equals it (a printed bound: satisfies it). A slip is listed here only when no other "
+        "reasonable reading the test recomputes (the authors' definitions in their code, "
+        "medians for means, their rounding or test convention) reproduces it. The verdicts of "
+        "the claims do not depend on these checks.",
         "",
         "## The paper's slips",
         "",
@@ -103,6 +130,7 @@ def render_errata(found: list[dict[str, Any]], created: str) -> str:
         grouped[e["claim"]].append(e)
     for claim in claims:
         out += _slip_block(claim, grouped[claim])
+    out += _reading_block(by_class["reading"])
     for key, title in (
         ("press", "## Press mismatches (not the paper's)"),
         ("companion", "## The companion paper's print"),

@@ -171,6 +171,7 @@ def render_html(
         parts.append("</table>")
     for source, classes, title in (
         ("paper", ("slip",), "Errata: the paper's own slips (also in errata.md)"),
+        ("reading", ("reading",), "Reading-dependent mismatches (not errata; in errata.md)"),
         ("press", ("press", "companion"), "Press and companion numbers against the data"),
         (
             "analogue",

@@ -84,6 +84,7 @@ def render_markdown(
     found = errata(results)
     for classes, title in (
         (("slip",), "## Errata: the paper's own slips (detail in errata.md)"),
+        (("reading",), "## Reading-dependent mismatches (not errata; detail in errata.md)"),
         (("press", "companion"), "## Press and companion numbers against the data"),
     ):
         listed = [e for e in found if e["class"] in classes]
