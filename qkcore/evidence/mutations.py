@@ -155,7 +155,7 @@ def _selected(frame: pd.DataFrame, mutation: Mutation) -> pd.Index:
 
 def _elementwise(series: pd.Series, change: Any) -> pd.Series:
     """``change`` on a numeric column, or on every JSON list a text column holds."""
-    if series.dtype == object and series.map(lambda v: isinstance(v, str)).all():
+    if not pd.api.types.is_numeric_dtype(series) and series.map(lambda v: isinstance(v, str)).all():
         return series.map(
             lambda v: json.dumps(
                 np.asarray(change(np.asarray(json.loads(v), dtype=float))).tolist()
@@ -202,7 +202,6 @@ def apply_mutation(frame: pd.DataFrame, mutation: Mutation) -> pd.DataFrame:
         "shift": lambda x: x + mutation.by,
         "set": lambda x: x * 0 + mutation.value,
     }[op]
-    out[column] = out[column].astype(object) if out[column].dtype == object else out[column]
     out.loc[rows, column] = _elementwise(out.loc[rows, column], change)
     return out
 
