@@ -118,8 +118,12 @@ class LocalPool:
         self.threads = threads if threads is not None else build_threads()
         self.description = f"{self.workers} process{'es' * (self.workers > 1)}"
         self._pool: ProcessPoolExecutor | None = None
+        self._before: set[int] = set()
 
     def __enter__(self) -> LocalPool:
+        # the pool starts its processes lazily; every child that appears after this is one of
+        # them (what terminate() stops, without reading the pool's private process table)
+        self._before = {p.pid for p in multiprocessing.active_children() if p.pid is not None}
         self._pool = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
@@ -144,11 +148,16 @@ class LocalPool:
         return self._pool.submit(_run_local, task.fn, task.args)
 
     def terminate(self) -> None:
+        """Stop every build now: queued ones are cancelled, running ones' processes ended."""
         if self._pool is None:
             return
+        ours = [p for p in multiprocessing.active_children() if p.pid not in self._before]
         self._pool.shutdown(wait=False, cancel_futures=True)
-        for process in list(getattr(self._pool, "_processes", {}).values()):
+        self._pool = None
+        for process in ours:
             process.terminate()
+        for process in ours:
+            process.join(timeout=10)
 
 
 def _run_local(fn: Any, args: tuple) -> str:

@@ -157,3 +157,26 @@ def test_ids_of_skipped_evidence_without_a_piece_name_nothing_to_build(monkeypat
     offered = pieces_by_id(builtin_registry(), EvidenceOptions(paper_data=None, toy_seeds=1))
     pieces = pieces_for_ids(ids, offered)
     assert [p.evidence_id for p in pieces] == ["toy-cpu:ape-s0"]
+
+
+def test_terminating_the_local_pool_ends_a_running_build(tmp_path):
+    """Ctrl-C or -x: the running build's process ends at once, and no error is raised (#44:
+    terminate() used to read the pool's process table after shutdown had cleared it)."""
+    import multiprocessing
+
+    from qkcore.engine.executors import LocalPool
+
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    with LocalPool(workers=1, threads=1) as pool:
+        future = pool.submit(BuildTask(("slow",), "slow", record, (str(calls), "slow", 60.0)))
+        deadline = time.time() + 30
+        while not multiprocessing.active_children() and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # the build is running in its process
+        started = time.time()
+        pool.terminate()
+        assert time.time() - started < 15
+    assert not multiprocessing.active_children()
+    assert not list(calls.iterdir())  # the build never finished
+    assert future.done()
