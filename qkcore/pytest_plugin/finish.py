@@ -28,7 +28,7 @@ from qkcore.pytest_plugin.report import publish_latest, run_report_dir, write_re
 from qkcore.pytest_plugin.result import ClaimResult
 from qkcore.pytest_plugin.state import SessionState
 
-__all__ = ["Finished", "finish_session", "toy_regimes"]
+__all__ = ["Finished", "finish_session", "stopped_early", "toy_regimes"]
 
 
 @dataclass
@@ -39,18 +39,36 @@ class Finished:
     latest: Path | None = None
     drift: Drift = field(default_factory=Drift)
     baseline_changes: BaselineChanges | None = None
+    #: why the run ended before every selected test ran ("" when it ran them all)
+    stopped: str = ""
     #: the toy regimes judged, each with how it departs from the paper (``toy_regimes``)
     regimes: dict[str, str] = field(default_factory=dict)
 
 
-def finish_session(session: pytest.Session, state: SessionState) -> Finished:
+def stopped_early(session: pytest.Session, exitstatus: int) -> str:
+    """Why the run ended before every selected test ran ("" when it ran them all): an
+    interrupt (Ctrl-C, SIGTERM), an internal error, or -x / --maxfail."""
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return "interrupted"
+    if exitstatus == pytest.ExitCode.INTERNAL_ERROR:
+        return "stopped by an internal error"
+    reason = session.shouldfail or session.shouldstop
+    return f"stopped early ({reason})" if reason else ""
+
+
+def finish_session(session: pytest.Session, state: SessionState, exitstatus: int = 0) -> Finished:
     """Add population rows, compare with the baseline, write the reports (and a comparison,
-    ``reports/latest``, the baseline when asked), and turn the run red on a change."""
+    ``reports/latest``, the baseline when asked), and turn the run red on a change.
+
+    A run that stopped early still writes its report, marked partial, but never becomes
+    ``reports/latest`` and never writes the baseline: neither may describe a run that did
+    not happen."""
     config = session.config
     registry = kinds_of(config)
     state.results.update(add_populations(state.results))
     drift = compare_with_baseline(state, registry.tolerances())
-    state_summary = drift.to_json() | {"baseline": state.baseline_label}
+    stopped = stopped_early(session, exitstatus)
+    state_summary = drift.to_json() | {"baseline": state.baseline_label, "stopped": stopped}
     report_dir = run_report_dir(config, state)
     results = list(state.results.values())
     regimes = toy_regimes(config, results)
@@ -63,13 +81,13 @@ def finish_session(session: pytest.Session, state: SessionState) -> Finished:
         paths.append(write_mutations(summary, report_dir / "mutations.md"))
         if summary.problems and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    latest = publish_latest(report_dir, state) if state.full_selection else None
+    latest = publish_latest(report_dir, state) if state.full_selection and not stopped else None
     changes = None
-    if state.update_baseline and state.baseline_path is not None:
+    if state.update_baseline and state.baseline_path is not None and not stopped:
         changes = write_baseline(state.baseline_path, state.baseline, judged_rows(state))
     elif fails_the_run(state, drift) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    return Finished(paths, latest, drift, changes, regimes)
+    return Finished(paths, latest, drift, changes, stopped=stopped, regimes=regimes)
 
 
 def _mutation_summary(state: SessionState, results: list[ClaimResult]) -> MutationSummary:

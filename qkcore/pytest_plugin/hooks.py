@@ -154,7 +154,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash[_state_key]
     if not state.is_worker and state.results:
-        session.config.stash[_finished_key] = finish_session(session, state)
+        session.config.stash[_finished_key] = finish_session(session, state, exitstatus)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -170,4 +170,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         done.latest,
         done.drift,
         done.baseline_changes,
+        done.stopped,
     )

@@ -115,6 +115,11 @@ def render_html(
         + ", ".join(f"<b>{totals[v]}</b> {v}" for v in VERDICT_ORDER if totals[v])
         + "</p>",
     ]
+    if baseline.get("stopped"):
+        parts.append(
+            f"<p class='partial'><b>Partial report: the run was {esc(baseline['stopped'])}</b>; "
+            f"{len(results)} row(s) were judged before it ended.</p>"
+        )
     parts += [
         f"<p><b>Toy regime</b> {esc(line)}. Toy verdicts are about toys trained so.</p>"
         for line in (toy_regimes or {}).values()

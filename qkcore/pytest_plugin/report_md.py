@@ -53,6 +53,12 @@ def render_markdown(
         + ". Full detail in claims.html and claims.json.",
         "",
     ]
+    if baseline.get("stopped"):
+        head += [
+            f"**Partial report: the run was {baseline['stopped']}**; {len(results)} row(s) "
+            "were judged before it ended. Verdicts of the rows not run are not here.",
+            "",
+        ]
     for line in (toy_regimes or {}).values():
         head += [f"**Toy regime** {line}. Toy verdicts are about toys trained so.", ""]
     moved = drift_markdown(baseline, baseline.get("baseline", "the baseline"))

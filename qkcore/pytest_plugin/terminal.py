@@ -78,6 +78,7 @@ def write_summary(
     latest: Path | None,
     drift: Drift,
     changes: BaselineChanges | None,
+    stopped: str = "",
 ) -> None:
     """The whole claims section (what ``pytest_terminal_summary`` shows)."""
     tr = terminalreporter
@@ -142,6 +143,11 @@ def write_summary(
         tr.write_line(f"comparison: {where}/comparison.md")
     if latest is not None:
         tr.write_line(f"latest: {latest}/claims.md")
+    elif where is not None and stopped:
+        tr.write_line(
+            f"latest: not replaced: the run was {stopped} (its report is marked partial); "
+            "reports/latest holds the last complete run, and no baseline was written"
+        )
     elif where is not None:
         tr.write_line(
             "latest: not replaced (a partial selection); reports/latest holds the last full run"
