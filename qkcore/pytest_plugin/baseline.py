@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from qkcore.pytest_plugin.rowrecord import RowRecord
+from qkcore.pytest_plugin.rowrecord import RowRecord, row_problem
 
 __all__ = [
     "BASELINE_SCHEMA",
@@ -110,6 +110,14 @@ def read_baseline(path: Path, must_exist: bool) -> Baseline:
             "from git (git checkout -- reports/baseline.json), or rewrite it with "
             "--claims-update-baseline."
         )
+    for nodeid, row in rows.items():
+        problem = row_problem(row)
+        if problem:
+            raise pytest.UsageError(
+                f"claims baseline {path}: the row of {nodeid} is malformed ({problem}). Restore "
+                "the file from git (git checkout -- reports/baseline.json), or rewrite it with "
+                "--claims-update-baseline."
+            )
     return Baseline(
         verdicts=verdicts,
         rows={k: RowRecord.from_json(v, verdicts.get(k)) for k, v in rows.items() if k in verdicts},

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from qkcore.pytest_plugin.drift import Drift, compare_rows
-from qkcore.pytest_plugin.rowrecord import RowRecord
+from qkcore.pytest_plugin.result import READABLE_CLAIMS_SCHEMAS
+from qkcore.pytest_plugin.rowrecord import RowRecord, row_problem
 from qkcore.pytest_plugin.tolerance import TOLERANCES
 
 __all__ = [
@@ -58,16 +59,30 @@ def load_run(path: Path) -> dict[str, RowRecord]:
             f"cannot read the claims report {path} ({exc}): give the claims.json a run wrote "
             "(reports/latest/claims.json, or a folder under reports/runs/)"
         ) from None
-    if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("qk-claims/"):
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema not in READABLE_CLAIMS_SCHEMAS:
         raise CompareError(
-            f"{path} is not a claims report (no 'qk-claims/N' schema): give the claims.json a "
-            "run wrote"
+            f"{path} is not a claims report this version reads (schema {schema!r}; it reads "
+            f"{', '.join(READABLE_CLAIMS_SCHEMAS)}): give the claims.json a run wrote, and "
+            "compare a newer schema with a newer qkcore"
         )
-    return {
-        r["nodeid"]: RowRecord.from_json(r)
-        for r in data.get("results", [])
-        if not r.get("population")
-    }
+    results = data.get("results", [])
+    if not isinstance(results, list):
+        raise CompareError(f"{path}: 'results' must be a list of rows, not {_kind(results)}")
+    for i, row in enumerate(results):
+        problem = row_problem(row)
+        if not problem and not (isinstance(row.get("nodeid"), str) and row["nodeid"]):
+            problem = "it has no 'nodeid'"
+        if problem:
+            raise CompareError(
+                f"{path}: result {i + 1} is malformed ({problem}); give the claims.json a run "
+                "wrote, unedited"
+            )
+    return {r["nodeid"]: RowRecord.from_json(r) for r in results if not r.get("population")}
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else f"a JSON {type(value).__name__}"
 
 
 def _pairs(old: dict[str, RowRecord], new: dict[str, RowRecord], given: Sequence[str]):
@@ -258,6 +273,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     text = render_comparison(drift, str(args.old), str(args.new), paired)
     if args.output:
+        if not args.output.parent.is_dir():
+            print(
+                f"qk-claims-compare: cannot write {args.output}: its folder "
+                f"{args.output.parent} does not exist (create it, or write elsewhere)",
+                file=sys.stderr,
+            )
+            return 2
         args.output.write_text(text, encoding="utf-8")
         print(f"qk-claims-compare: wrote {args.output}")
     else:

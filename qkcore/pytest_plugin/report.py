@@ -45,7 +45,7 @@ from qkcore.pytest_plugin.kinds import builtin_registry
 from qkcore.pytest_plugin.report_errata import render_errata
 from qkcore.pytest_plugin.report_html import render_html
 from qkcore.pytest_plugin.report_md import render_markdown
-from qkcore.pytest_plugin.result import ClaimResult
+from qkcore.pytest_plugin.result import CLAIMS_SCHEMA, ClaimResult
 
 __all__ = [
     "KEEP_RUNS",
@@ -59,7 +59,7 @@ __all__ = [
 #: Reports of older runs in reports/runs/ beyond this many are removed.
 KEEP_RUNS = 20
 
-SCHEMA = "qk-claims/2"
+SCHEMA = CLAIMS_SCHEMA
 
 
 def _version(package: str) -> str:

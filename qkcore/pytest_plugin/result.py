@@ -21,7 +21,11 @@ from typing import Any
 from qkcore.evidence.refs import EvidenceRef
 from qkcore.pytest_plugin.checks import Check, Verdict
 
-__all__ = ["ClaimResult"]
+__all__ = ["CLAIMS_SCHEMA", "READABLE_CLAIMS_SCHEMAS", "ClaimResult"]
+
+#: The schema claims.json is written in, and those a reader of runs accepts.
+CLAIMS_SCHEMA = "qk-claims/2"
+READABLE_CLAIMS_SCHEMAS = ("qk-claims/1", CLAIMS_SCHEMA)
 
 
 @dataclass

@@ -17,12 +17,39 @@ from typing import Any
 
 from qkcore.pytest_plugin.result import ClaimResult
 
-__all__ = ["COMPARED_CHECK_KINDS", "KEPT_CHECK_KINDS", "RowRecord"]
+__all__ = ["COMPARED_CHECK_KINDS", "KEPT_CHECK_KINDS", "RowRecord", "row_problem"]
 
 #: Check kinds whose values are compared: the claim's statement and the paper's print.
 COMPARED_CHECK_KINDS = ("statement", "number")
 #: Check kinds kept in the baseline (a premise's value says why a row is not applicable).
 KEPT_CHECK_KINDS = ("statement", "number", "premise")
+
+
+def row_problem(data: Any) -> str:
+    """What is wrong with a stored row (a baseline entry or a claims.json result), "" when
+    nothing: checked whole when a file is read, so a bad row is one clear error at start,
+    never a crash after the run."""
+    if not isinstance(data, Mapping):
+        return f"a row must be an object, not {type(data).__name__}"
+    for key in ("claim", "evidence", "kind", "nodeid"):
+        if key in data and not isinstance(data[key], str):
+            return f"'{key}' must be text, not {data[key]!r}"
+    checks = data.get("checks", [])
+    if not isinstance(checks, list):
+        return f"'checks' must be a list, not {checks!r}"
+    for i, check in enumerate(checks):
+        if not isinstance(check, Mapping):
+            return f"check {i + 1} must be an object, not {check!r}"
+        for key in ("name", "kind"):
+            if not isinstance(check.get(key), str):
+                return f"check {i + 1} lacks its '{key}' (text): {dict(check)!r}"
+    seeds = data.get("seeds")
+    if seeds is not None:
+        if not isinstance(seeds, Mapping) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in seeds.values()
+        ):
+            return f"'seeds' must map verdicts to counts (whole numbers >= 0), not {seeds!r}"
+    return ""
 
 
 @dataclass

@@ -29,7 +29,7 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-INTERRUPTING = '''
+INTERRUPTING = """
 import os, signal
 from qkcore.pytest_plugin import claim
 
@@ -39,7 +39,7 @@ def test_interrupted(evidence, claim):
     claim.statement("prev", 1.0, ">", 0.5)
     if evidence.ref.model == "opt-1.3b":
         os.kill(os.getpid(), signal.SIGINT)   # Ctrl-C in the middle of the run
-'''
+"""
 
 
 def test_an_interrupted_run_never_becomes_latest(pytester, tables):
@@ -47,14 +47,15 @@ def test_an_interrupted_run_never_becomes_latest(pytester, tables):
     reports/latest is not replaced."""
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x1=INTERRUPTING)
-    result, rows = run_suite(pytester, tables, "--claims-report-latest")
+    result, _ = run_suite(pytester, tables, "--claims-report-latest")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert not (pytester.path / "reports" / "latest").exists()
     report = (pytester.path / "rep" / "claims.md").read_text()
     assert "Partial report: the run was interrupted" in report
-    assert json.loads((pytester.path / "rep" / "claims.json").read_text())["baseline"][
-        "stopped"
-    ] == "interrupted"
+    assert (
+        json.loads((pytester.path / "rep" / "claims.json").read_text())["baseline"]["stopped"]
+        == "interrupted"
+    )
     result.stdout.fnmatch_lines(["*latest: not replaced: the run was interrupted*"])
 
 
@@ -73,6 +74,107 @@ def test_a_run_stopped_by_maxfail_never_becomes_latest(pytester, tables):
 def test_a_complete_run_with_the_flag_becomes_latest(pytester, tables):
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x1=CLAIM)
-    result, _ = run_suite(pytester, tables, "--claims-report-latest")
+    run_suite(pytester, tables, "--claims-report-latest")
     assert (pytester.path / "reports" / "latest" / "claims.md").exists()
     assert "Partial" not in (pytester.path / "reports" / "latest" / "claims.md").read_text()
+
+
+def _baseline(pytester: pytest.Pytester, row: object) -> Path:
+    nodeid = "test_x1.py::test_prev_head_is_content_like[paper:gpt2]"
+    path = pytester.path / "baseline.json"
+    payload = {"schema": "qk-baseline/2", "verdicts": {nodeid: "supported"}, "rows": {nodeid: row}}
+    path.write_text(json.dumps(payload))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("row", "problem"),
+    [
+        ({"claim": "X1", "checks": [{"kind": "statement", "value": 1}]}, "lacks its 'name'"),
+        ({"claim": "X1", "checks": [1, 2]}, "check 1 must be an object"),
+        ({"claim": "X1", "seeds": "abc"}, "'seeds' must map verdicts to counts"),
+        ({"claim": "X1", "checks": "none"}, "'checks' must be a list"),
+    ],
+)
+def test_a_malformed_baseline_row_is_one_usage_error_at_start(pytester, tables, row, problem):
+    """#44.2: a check without name crashed after the run (KeyError, no report); checks: [1, 2]
+    or seeds: "abc" were an INTERNALERROR. Now: one error before any test runs."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=CLAIM)
+    path = _baseline(pytester, row)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--paper-data", str(tables), "--claims-baseline", str(path)
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "paper:gpt2] is malformed (" in result.stderr.str()
+    assert problem in result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def _claims_json(path: Path, payload: object) -> Path:
+    path.write_text(json.dumps(payload))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"schema": "qk-claims/9", "results": []}, "schema 'qk-claims/9'"),
+        ({"schema": "qk-claims/2", "results": {"a": 1}}, "'results' must be a list"),
+        ({"schema": "qk-claims/2", "results": [{"claim": "X"}]}, "no 'nodeid'"),
+        ({"schema": "qk-claims/2", "results": [{"nodeid": "a", "checks": [1]}]}, "check 1"),
+    ],
+)
+def test_compare_refuses_a_report_it_cannot_read(tmp_path, payload, message):
+    """#44.7: an unknown schema was compared silently; a bad results list or row gave a
+    traceback. Now: exit 2 and one line naming the problem."""
+    import subprocess
+    import sys
+
+    good = _claims_json(tmp_path / "good.json", {"schema": "qk-claims/2", "results": []})
+    bad = _claims_json(tmp_path / "bad.json", payload)
+    run = subprocess.run(
+        [sys.executable, "-m", "qkcore.pytest_plugin.compare", str(good), str(bad)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 2
+    assert message in run.stderr and "Traceback" not in run.stderr
+
+
+def test_compare_into_a_missing_folder_says_so(tmp_path):
+    import subprocess
+    import sys
+
+    good = _claims_json(tmp_path / "good.json", {"schema": "qk-claims/2", "results": []})
+    out = tmp_path / "nowhere" / "comparison.md"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "qkcore.pytest_plugin.compare",
+            str(good),
+            str(good),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 2
+    assert "does not exist" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_bad_report_given_to_claims_compare_is_a_usage_error(pytester, tables, tmp_path):
+    """#44.7: --claims-compare with a malformed report was an INTERNALERROR."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=CLAIM)
+    bad = _claims_json(tmp_path / "bad.json", {"schema": "qk-claims/2", "results": [{"x": 1}]})
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--paper-data", str(tables), "--claims-compare", str(bad)
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
