@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from qkcore.pytest_plugin.drift import Drift, compare_rows
+from qkcore.pytest_plugin.markdown import cell, code
 from qkcore.pytest_plugin.result import READABLE_CLAIMS_SCHEMAS
 from qkcore.pytest_plugin.rowrecord import RowRecord, row_problem
 from qkcore.pytest_plugin.tolerance import TOLERANCES
@@ -122,10 +123,6 @@ def _value(x: Any) -> str:
     return str(x)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _seeds(seeds: dict[str, int] | None) -> str:
     if not seeds:
         return "-"
@@ -140,14 +137,14 @@ def drift_markdown(summary: dict[str, Any], against: str) -> list[str]:
     changes, unstable = summary.get("drift") or [], summary.get("unstable") or []
     numbers = summary.get("numbers") or []
     if changes:
-        out += [f"### Verdict changes against {against} ({len(changes)})", ""]
+        out += [f"### Verdict changes against {cell(against)} ({len(changes)})", ""]
         out += ["| row | old | new | seeds old -> new | p | note |", "|---|---|---|---|---|---|"]
         for c in changes[:_ROWS_SHOWN]:
             p = f"{c['p']:.2g}" if c.get("p") is not None else "-"
             seeds = f"{_seeds(c.get('baseline_seeds'))} -> {_seeds(c.get('now_seeds'))}"
             out.append(
-                f"| `{_cell(c['nodeid'])}` | {c['baseline']} | **{c['now']}** | "
-                f"{seeds if c.get('now_seeds') else '-'} | {p} | {_cell(c.get('note', ''))} |"
+                f"| {code(c['nodeid'])} | {cell(c['baseline'])} | **{cell(c['now'])}** | "
+                f"{seeds if c.get('now_seeds') else '-'} | {p} | {cell(c.get('note', ''))} |"
             )
         out.append("")
     if unstable:
@@ -163,8 +160,7 @@ def drift_markdown(summary: dict[str, Any], against: str) -> list[str]:
         for c in unstable[:_ROWS_SHOWN]:
             seeds = f"{_seeds(c.get('baseline_seeds'))} -> {_seeds(c.get('now_seeds'))}"
             out.append(
-                f"| `{_cell(c['nodeid'])}` | {c['baseline']} | {c['now']} | {seeds} | "
-                f"{c['p']:.2g} |"
+                f"| {code(c['nodeid'])} | {c['baseline']} | {c['now']} | {seeds} | {c['p']:.2g} |"
             )
         out.append("")
     if summary.get("numbers_compared"):
@@ -189,7 +185,7 @@ def drift_markdown(summary: dict[str, Any], against: str) -> list[str]:
                     else m["new_verdict"]
                 )
                 out.append(
-                    f"| {m['claim']} | {m['evidence']} | {_cell(m['check'])} | "
+                    f"| {cell(m['claim'])} | {cell(m['evidence'])} | {cell(m['check'])} | "
                     f"{_value(m['old'])} | {_value(m['new'])} | {relative} | {tol} | {verdict} |"
                 )
             if len(ordered) > _ROWS_SHOWN:
@@ -209,7 +205,7 @@ def render_comparison(
     head = [
         "# Claims comparison",
         "",
-        f"`{old_label}` -> `{new_label}`",
+        f"{code(old_label)} -> {code(new_label)}",
         "",
         f"- **{len(drift.changes)}** verdict changes, **{len(drift.unstable)}** unstable "
         f"populations (not changes), **{len(drift.numbers)}** deterministic values beyond "
@@ -218,7 +214,7 @@ def render_comparison(
         f"- rows only in the old run: {len(drift.missing)}; only in the new run: {len(drift.new)}",
     ]
     for before, after in (pairs or {}).items():
-        head.append(f"- evidence paired: `{before}` -> `{after}`")
+        head.append(f"- evidence paired: {code(before)} -> {code(after)}")
     head += [
         "- tolerances: "
         + "; ".join(f"{kind} {t.rtol:.2g} relative" for kind, t in TOLERANCES.items()),

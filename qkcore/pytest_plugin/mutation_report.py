@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qkcore.pytest_plugin.checks import Check
+from qkcore.pytest_plugin.markdown import cell
 from qkcore.pytest_plugin.result import ClaimResult
 
 __all__ = ["MutationSummary", "summarize_mutations", "write_mutations"]
@@ -147,10 +148,6 @@ def summarize_mutations(
     return MutationSummary(claims)
 
 
-def _cell(text: object) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|").replace("`", "'")
-
-
 def _order(claim_id: str) -> tuple[str, int, str]:
     digits = "".join(ch for ch in claim_id[1:] if ch.isdigit())
     return (claim_id[0], int(digits or 0), claim_id)
@@ -175,13 +172,13 @@ def write_mutations(summary: MutationSummary, path: Path, stamp: str = "") -> Pa
         "",
     ]
     if problems:
-        lines += ["## Problems", "", *[f"- {_cell(p)}" for p in problems], ""]
+        lines += ["## Problems", "", *[f"- {cell(p)}" for p in problems], ""]
     lines += ["## By claim", ""]
     for claim_id in sorted(summary.claims, key=_order):
         claim = summary.claims[claim_id]
         lines += [f"### {claim_id}", ""]
         if claim.exemption("*"):
-            lines += [f"Exempt: {_cell(claim.exemption('*'))}", ""]
+            lines += [f"Exempt: {cell(claim.exemption('*'))}", ""]
         if claim.declared:
             lines += ["| mutation | change | expected | verdicts moved |", "|---|---|---|---|"]
             for spec in claim.declared:
@@ -189,11 +186,11 @@ def write_mutations(summary: MutationSummary, path: Path, stamp: str = "") -> Pa
 
                 mutation = parse_mutation(spec)
                 moves = claim.moves.get(mutation.name, [])
-                moved = [f"{_cell(n.split('::')[-1])}: {b} -> {a}" for n, b, a in moves if b != a]
+                moved = [f"{cell(n.split('::')[-1])}: {b} -> {a}" for n, b, a in moves if b != a]
                 shown = "; ".join(moved) or f"none of {len(moves)} row(s)"
                 lines.append(
-                    f"| {mutation.name} | {_cell(mutation.describe())} | "
-                    f"{_cell(mutation.expect or '-')} | {shown} |"
+                    f"| {mutation.name} | {cell(mutation.describe())} | "
+                    f"{cell(mutation.expect or '-')} | {shown} |"
                 )
             lines.append("")
         if claim.reacted:
@@ -204,7 +201,7 @@ def write_mutations(summary: MutationSummary, path: Path, stamp: str = "") -> Pa
                     if claim.exemption(name)
                     else "**none**"
                 )
-                lines.append(f"| {_cell(name)} | {kind} | {_cell(shown)} |")
+                lines.append(f"| {cell(name)} | {kind} | {cell(shown)} |")
             lines.append("")
     path.write_text("\n".join(lines), encoding="utf-8")
     return path

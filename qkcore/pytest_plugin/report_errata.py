@@ -17,10 +17,12 @@ Example::
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 from typing import Any
 
 from qkcore.pytest_plugin.findings import ERRATA_CLASSES, claim_key, fmt
+from qkcore.pytest_plugin.markdown import cell, code
 
 __all__ = ["render_errata", "reproduce_command"]
 
@@ -28,14 +30,10 @@ __all__ = ["render_errata", "reproduce_command"]
 def reproduce_command(erratum: dict[str, Any]) -> str:
     """The command that re-runs the row an erratum comes from (paper rows: with the released
     tables given, as ``make`` gives them)."""
-    command = f"pytest '{erratum['nodeid']}' -p no:cacheprovider"
+    command = f"pytest {shlex.quote(str(erratum['nodeid']))} -p no:cacheprovider"
     if str(erratum.get("evidence", "")).startswith("paper:"):
         command += " --paper-data ../shared/paper-data"
     return command
-
-
-def _cell(text: Any) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def _printed(e: dict[str, Any]) -> str:
@@ -60,19 +58,19 @@ def _slip_block(claim: str, slips: list[dict[str, Any]]) -> list[str]:
     where = first.get("where") or "-"
     lines = [f"### {claim} ({where})", ""]
     if first.get("sentence"):
-        lines += [f"> {_cell(first['sentence'])}", ""]
+        lines += [f"> {cell(first['sentence'])}", ""]
     lines += [
         "| check | printed | held to | recomputed | evidence | kind |",
         "|---|---|---|---|---|---|",
     ]
     for e in slips:
-        note = f" ({_cell(e['note'])})" if e.get("note") else ""
+        note = f" ({cell(e['note'])})" if e.get("note") else ""
         lines.append(
-            f"| {_cell(e['check'])}{note} | {_cell(fmt(e['printed']))} | {_cell(_bar(e))} | "
-            f"{_cell(fmt(e['measured']))} | {e['evidence'] or '-'} | {e['kind']} |"
+            f"| {cell(e['check'])}{note} | {cell(fmt(e['printed']))} | {cell(_bar(e))} | "
+            f"{cell(fmt(e['measured']))} | {cell(e['evidence'] or '-')} | {e['kind']} |"
         )
     commands = dict.fromkeys(reproduce_command(e) for e in slips)
-    lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands), ""]
+    lines += ["", "Reproduce: " + "; ".join(code(c) for c in commands), ""]
     return lines
 
 
@@ -90,8 +88,8 @@ def _reading_block(listed: list[dict[str, Any]]) -> list[str]:
         "|---|---|---|---|---|",
     ]
     lines += [
-        f"| {e['claim']} | {_cell(e['check'])} | {_cell(_printed(e))} | "
-        f"{_cell(fmt(e['measured']))} | {_cell(e['reading'])}: {_cell(fmt(e['under_reading']))} |"
+        f"| {e['claim']} | {cell(e['check'])} | {cell(_printed(e))} | "
+        f"{cell(fmt(e['measured']))} | {cell(e['reading'])}: {cell(fmt(e['under_reading']))} |"
         for e in listed
     ]
     return [*lines, ""]
@@ -143,8 +141,8 @@ def render_errata(found: list[dict[str, Any]], created: str) -> str:
             continue
         out += ["| claim | check | printed | measured | evidence |", "|---|---|---|---|---|"]
         out += [
-            f"| {e['claim']} | {_cell(e['check'])} | {_cell(_printed(e))} | "
-            f"{_cell(fmt(e['measured']))} | {e['evidence'] or '-'} |"
+            f"| {e['claim']} | {cell(e['check'])} | {cell(_printed(e))} | "
+            f"{cell(fmt(e['measured']))} | {cell(e['evidence'] or '-')} |"
             for e in listed
         ]
         out.append("")

@@ -24,16 +24,13 @@ from qkcore.pytest_plugin.findings import (
     summary,
 )
 from qkcore.pytest_plugin.kinds import builtin_registry
+from qkcore.pytest_plugin.markdown import cell, code
 from qkcore.pytest_plugin.result import ClaimResult
 
 __all__ = ["MD_LIMIT", "render_markdown"]
 
 #: A pull-request comment holds 65,536 characters; stay well below.
 MD_LIMIT = 60_000
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(
@@ -60,7 +57,7 @@ def render_markdown(
             "",
         ]
     for line in (toy_regimes or {}).values():
-        head += [f"**Toy regime** {line}. Toy verdicts are about toys trained so.", ""]
+        head += [f"**Toy regime** {cell(line)}. Toy verdicts are about toys trained so.", ""]
     moved = drift_markdown(baseline, baseline.get("baseline", "the baseline"))
     if moved:
         head += ["## What moved against the baseline", "", *moved]
@@ -82,7 +79,7 @@ def render_markdown(
         for entry in (e for e in entries if e["nature"] == nature):
             cells = [counts_text(entry["verdicts"].get(kind, {})) or "-" for kind, _ in columns]
             head.append(
-                f"| {entry['claim']} | {_cell(first_sentence(entry['statement']))} | "
+                f"| {entry['claim']} | {cell(first_sentence(entry['statement']))} | "
                 + " | ".join(cells)
                 + " |"
             )
@@ -103,8 +100,9 @@ def render_markdown(
             "|---|---|---|---|---|---|",
         ]
         head += [
-            f"| {e['claim']} | {e['evidence'] or '-'} | {_cell(e['check'])} | "
-            f"{e['comparison']} {fmt(e['printed'])} | {fmt(e['measured'])} | {e['kind']} |"
+            f"| {e['claim']} | {cell(e['evidence'] or '-')} | {cell(e['check'])} | "
+            f"{cell(e['comparison'])} {cell(fmt(e['printed']))} | {cell(fmt(e['measured']))} | "
+            f"{e['kind']} |"
             for e in listed
         ]
         head.append("")
@@ -125,10 +123,10 @@ def render_markdown(
     for r in shown:
         lines = row_details(r)
         where = f" ({r.source})" if r.source else ""
-        block = [f"**{r.claim}**{where} `{r.evidence or r.nodeid}` - **{r.verdict}**"]
+        block = [f"**{r.claim}**{cell(where)} {code(r.evidence or r.nodeid)} - **{r.verdict}**"]
         if r.reason and not r.checks:
-            block.append(f"  - {_cell(r.reason[:300])}")
-        block += [f"  - {_cell(line)}" for line in lines[:6]]
+            block.append(f"  - {cell(r.reason[:300])}")
+        block += [f"  - {cell(line)}" for line in lines[:6]]
         if len(lines) > 6:
             block.append(f"  - ... {len(lines) - 6} more checks in claims.html")
         detail += [*block, ""]
@@ -139,7 +137,7 @@ def render_markdown(
             skipped[first_sentence(r.reason, 200)].append(r.evidence or r.nodeid)
     tail = ["## Skipped evidence", ""]
     for reason, ids in sorted(skipped.items(), key=lambda kv: -len(kv[1])):
-        tail.append(f"- {len(ids)} row(s): {_cell(reason)}")
+        tail.append(f"- {len(ids)} row(s): {cell(reason)}")
     tail.append("")
 
     text = "\n".join(head + detail + tail)

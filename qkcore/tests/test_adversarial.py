@@ -178,3 +178,46 @@ def test_a_bad_report_given_to_claims_compare_is_a_usage_error(pytester, tables,
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+HOSTILE = """
+from qkcore.errors import QKError
+from qkcore.pytest_plugin import claim
+
+
+@claim("X1", evidence=("paper",), models=("gpt2",))
+def test_hostile(evidence, claim):
+    raise QKError("cannot open /tmp/x`y<script>alert(1)</script>.gguf: architecture "
+                  "<svg onload=alert(2)> | model_type <iframe src=x>")
+"""
+
+
+def test_outside_text_is_inert_in_the_markdown_reports(pytester, tables):
+    """#44.3: error text (a path with a backtick and <script>, GGUF metadata, config.json
+    fields) was written raw into claims.md. Now it is escaped for markdown and HTML."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=HOSTILE)
+    run_suite(pytester, tables)
+    text = (pytester.path / "rep" / "claims.md").read_text()
+    assert "alert(1)" in text  # the message is there ...
+    for markup in ("<script", "<svg", "<iframe", "</script>"):
+        assert markup not in text  # ... as text, not markup
+    html = (pytester.path / "rep" / "claims.html").read_text()
+    assert "<script>alert" not in html and "<svg onload" not in html
+
+
+def test_a_backtick_in_an_id_cannot_close_its_code_span(tmp_path):
+    """#44.3: comparison.md (what docs/ci.md posts as a PR comment) wrote node ids in single
+    backticks: one inside the id closed the span and the rest rendered as markdown."""
+    from qkcore.pytest_plugin.compare import write_comparison
+
+    nodeid = "claims/t.py::test[weights:a`b<img src=x onerror=alert(1)>]"
+    row = {"nodeid": nodeid, "claim": "X1", "evidence": "weights:a`b", "verdict": "supported"}
+    old = _claims_json(tmp_path / "old.json", {"schema": "qk-claims/2", "results": [row]})
+    new = _claims_json(
+        tmp_path / "new.json",
+        {"schema": "qk-claims/2", "results": [row | {"verdict": "refuted"}]},
+    )
+    text = write_comparison(old, new, tmp_path / "comparison.md").read_text()
+    line = next(line for line in text.splitlines() if "a`b" in line)
+    assert "``claims/t.py::test[weights:a`b<img src=x onerror=alert(1)>]``" in line
