@@ -127,15 +127,25 @@ def _known_hub_name(name: str) -> bool:
     return any(name in aliases for aliases in MODEL_ALIASES.values())
 
 
-def resolve_source(spec: str) -> ModelSource:
-    """Resolve a model spec (module docstring) or raise QKError naming the problem and fix."""
-    name, _, revision = spec.partition("@")
-    if name in PACKAGED:
-        path = packaged_path(name)
-        kind = "gguf" if path.suffix == ".gguf" else "hf-dir"
-        return ModelSource(name, kind, str(path), PACKAGED[name].hub_name)
-    path = Path(name).expanduser()
-    if name.endswith(".gguf"):
+#: weight files a user may point at inside a Hugging Face model folder
+_WEIGHT_FILES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def _is_path(spec: str) -> bool:
+    """A spec written as a path (it may hold '@': only a hub name takes a revision)."""
+    return spec.startswith(("/", ".", "~")) or "\\" in spec or Path(spec).expanduser().exists()
+
+
+def _local_source(spec: str) -> ModelSource:
+    path = Path(spec).expanduser()
+    if path.is_file() and path.suffix in _WEIGHT_FILES:
+        if not (path.parent / "config.json").exists():
+            raise QKError(
+                f"{path} is a weights file in a folder without config.json; pass the Hugging "
+                "Face model folder that holds config.json and the weights."
+            )
+        path = path.parent  # the model is the folder the weights file sits in
+    if spec.endswith(".gguf") or (path.is_file() and path.suffix == ".gguf"):
         if not path.is_file():
             raise QKError(f"GGUF file {path} does not exist; pass an existing .gguf path.")
         return ModelSource(path.stem, "gguf", str(path.resolve()), str(path.resolve()))
@@ -146,8 +156,23 @@ def resolve_source(spec: str) -> ModelSource:
                 "folder that holds config.json and the weights."
             )
         return ModelSource(path.name, "hf-dir", str(path.resolve()), str(path.resolve()))
-    if "/" in name and (name.startswith(("/", ".", "~"))):
-        raise QKError(f"model path {path} does not exist.")
+    if path.is_file():
+        raise QKError(
+            f"{path} is neither a .gguf file nor a model folder's weights file "
+            f"({', '.join(_WEIGHT_FILES)}); pass a .gguf file or a Hugging Face model folder."
+        )
+    raise QKError(f"model path {path} does not exist.")
+
+
+def resolve_source(spec: str) -> ModelSource:
+    """Resolve a model spec (module docstring) or raise QKError naming the problem and fix."""
+    if spec.split("@")[0] not in PACKAGED and (_is_path(spec) or spec.endswith(".gguf")):
+        return _local_source(spec)
+    name, _, revision = spec.partition("@")
+    if name in PACKAGED:
+        path = packaged_path(name)
+        kind = "gguf" if path.suffix == ".gguf" else "hf-dir"
+        return ModelSource(name, kind, str(path), PACKAGED[name].hub_name)
     hub = PAPER_MODELS.get(name, name)
     if hub == "gpt2":
         hub = "openai-community/gpt2"

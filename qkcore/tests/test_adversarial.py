@@ -221,3 +221,33 @@ def test_a_backtick_in_an_id_cannot_close_its_code_span(tmp_path):
     text = write_comparison(old, new, tmp_path / "comparison.md").read_text()
     line = next(line for line in text.splitlines() if "a`b" in line)
     assert "``claims/t.py::test[weights:a`b<img src=x onerror=alert(1)>]``" in line
+
+
+def test_a_weights_file_names_its_model_folder(tmp_path):
+    """#44.6: --model DIR/model.safetensors said the path 'does not exist'."""
+    from qkcore.models.sources import resolve_source
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"")
+    source = resolve_source(str(folder / "model.safetensors"))
+    assert source.kind == "hf-dir" and source.location == str(folder.resolve())
+
+
+def test_an_at_sign_in_a_path_is_part_of_the_path(tmp_path):
+    """#44.6: /tmp/x/at@sign.gguf was split at '@' as a revision ('/tmp/x/at does not
+    exist')."""
+    from qkcore.errors import QKError
+    from qkcore.models.sources import resolve_source
+
+    gguf = tmp_path / "at@sign.gguf"
+    gguf.write_bytes(b"GGUF")
+    source = resolve_source(str(gguf))
+    assert source.kind == "gguf" and source.location == str(gguf.resolve())
+    folder = tmp_path / "run@2"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    assert resolve_source(str(folder)).kind == "hf-dir"
+    with pytest.raises(QKError, match="is neither a .gguf file"):
+        resolve_source(str(folder / "config.json"))
