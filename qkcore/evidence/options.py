@@ -77,9 +77,30 @@ def folder(text: str) -> str:
     return text
 
 
+def check_cache_root() -> None:
+    """``$QK_CACHE_DIR`` (or the default root) must be a folder this user can write, or one
+    that can be made: checked once at start, not found by every build that needs it."""
+    from qkcore.diskcache import CACHE_ENV
+
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "qkcore").expanduser()
+    where = f"{CACHE_ENV}={root}" if os.environ.get(CACHE_ENV) else f"the cache folder {root}"
+    existing = next((p for p in (root, *root.parents) if p.exists()), None)
+    if root.exists() and not root.is_dir():
+        raise QKError(f"{where} is a file, not a folder; point {CACHE_ENV} at a folder.")
+    if existing is not None and existing != root and not existing.is_dir():
+        raise QKError(f"{where} cannot be made: {existing} is a file; point {CACHE_ENV} elsewhere.")
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise QKError(
+            f"{where} is not writable by this user ({existing}); point {CACHE_ENV} at a folder "
+            "you can write."
+        )
+
+
 def check_evidence_options(options: EvidenceOptions) -> None:
-    """Resolve what cannot be checked per value: ``$QK_PAPER_DATA``, the toy regime and every
-    ``--model`` spec, once, so a bad one is one error naming the flag, not one per test."""
+    """Resolve what cannot be checked per value: ``$QK_PAPER_DATA``, the cache folder, the toy
+    regime and every ``--model`` spec (its file opened far enough to know it is a model), once,
+    so a bad one is one error naming the flag, not one per test."""
+    from qkcore.models.schemes import probe_scheme
     from qkcore.models.sources import resolve_source
     from qkcore.models.toy.regimes import toy_regime
 
@@ -93,9 +114,10 @@ def check_evidence_options(options: EvidenceOptions) -> None:
         toy_regime(options.toy_regime)
     except QKError as exc:
         raise QKError(f"--toy-regime: {exc}") from None
+    check_cache_root()
     for spec in options.models:
         try:
-            resolve_source(spec)
+            probe_scheme(resolve_source(spec))
         except QKError as exc:
             raise QKError(f"--model {spec}: {exc}") from None
 

@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,17 @@ def gguf_field(reader: Any, name: str) -> Any:
 
 
 def _gguf_scheme(path: Path) -> str:
+    """The scheme a GGUF's metadata declares, read once per file version (parsing the metadata,
+    its whole vocabulary, takes seconds; the start-up check and collection both ask)."""
+    stat = path.stat()
+    return _gguf_scheme_of(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _gguf_scheme_of(location: str, mtime_ns: int, size: int) -> str:
     from gguf import GGUFReader
+
+    path = Path(location)
 
     try:
         reader = GGUFReader(str(path))

@@ -46,7 +46,7 @@ and its source; README's catalogue table is generated from it.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -63,6 +63,7 @@ __all__ = [
     "Term",
     "catalogue_for",
     "catalogue_table",
+    "check_catalogues",
     "readme_with_block",
     "readme_with_table",
 ]
@@ -277,6 +278,21 @@ def catalogue_for(test_file: str | Path) -> Catalogue:
         f"no {CATALOGUE_FILE} beside {test_file} or above it: a @claim test needs its suite's "
         "catalogue (qkcore.pytest_plugin.catalogue)"
     )
+
+
+def check_catalogues(paths: Iterable[Path]) -> None:
+    """Read the catalogue each path's claims use (the nearest one in its folder or above, and
+    those one level below a folder): a :class:`CheckError` names the first problem."""
+    seen: set[Path] = set()
+    for path in paths:
+        folder = path.resolve() if path.is_dir() else path.resolve().parent
+        above = (p / CATALOGUE_FILE for p in (folder, *folder.parents))
+        found = [p for p in above if p.is_file()][:1]
+        found += sorted(folder.glob(f"*/{CATALOGUE_FILE}")) if path.is_dir() else []
+        for catalogue in found:
+            if catalogue not in seen:
+                seen.add(catalogue)
+                _read(catalogue)
 
 
 def _cell(text: str) -> str:

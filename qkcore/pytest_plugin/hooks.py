@@ -24,6 +24,8 @@ import pytest
 
 import qkcore.pytest_plugin.hookspecs as hookspecs
 from qkcore.pytest_plugin.author import Claim, PremiseUnmet
+from qkcore.pytest_plugin.catalogue import check_catalogues
+from qkcore.pytest_plugin.checks import CheckError
 from qkcore.pytest_plugin.compare import CompareError, load_run
 from qkcore.pytest_plugin.evidence import (
     add_builtin_options,
@@ -47,6 +49,7 @@ __all__ = [
     "paper_data",
     "pytest_addhooks",
     "pytest_addoption",
+    "pytest_collection",
     "pytest_configure",
     "pytest_generate_tests",
     "pytest_runtest_call",
@@ -84,6 +87,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_state_key] = state
     config.pluginmanager.register(ClaimsSession(state), "qk-claims-session")
     config.pluginmanager.register(PreparePhase(config), "qk-claims-prepare")
+
+
+def pytest_collection(session: pytest.Session) -> None:
+    """Read every catalogue the selection's folders hold before any test module imports it:
+    a syntax error or a redeclared term is one usage error, not one per module."""
+    try:
+        check_catalogues(Path(str(a).split("::")[0]) for a in session.config.args)
+    except CheckError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from qkcore.errors import ForwardUnavailable
+from qkcore.errors import ForwardUnavailable, QKError
 from qkcore.pytest_plugin.baseline import DECIDED
 from qkcore.pytest_plugin.checks import Verdict, verdict_of
 from qkcore.pytest_plugin.recorder import ClaimRecorder
@@ -55,6 +55,11 @@ def phase_verdict(
     if report.when != "call":
         return None, ""
     assertion = call.excinfo is not None and call.excinfo.errisinstance(AssertionError)
+    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(QKError):
+        # bad input: its message names the problem and the fix; a traceback through the claim
+        # test's docstring would bury it (one bad --model used to print ~650 lines)
+        report.longrepr = f"error: {call.excinfo.value}"
+        return "error", _short_error(call)
     if report.failed and not assertion:
         return "error", _short_error(call)
     if recorder is not None and recorder.checks:

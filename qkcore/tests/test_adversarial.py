@@ -249,5 +249,83 @@ def test_an_at_sign_in_a_path_is_part_of_the_path(tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text("{}")
     assert resolve_source(str(folder)).kind == "hf-dir"
-    with pytest.raises(QKError, match="is neither a .gguf file"):
+    with pytest.raises(QKError, match=r"is neither a \.gguf file"):
         resolve_source(str(folder / "config.json"))
+
+
+def _run(pytester: pytest.Pytester, tables: Path, *args: str, **env: str) -> pytest.RunResult:
+    for key, value in env.items():
+        pytester._monkeypatch.setenv(key, value)
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--paper-data", str(tables), "--claims-baseline", "none", *args
+    )
+
+
+def test_a_damaged_model_file_is_one_usage_error(pytester, tables, tmp_path):
+    """#44.5: a --model file that is not a model failed 9-13 rows with their docstrings
+    (~650 lines). Now: one error before collection."""
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"\\x00" * 256)
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=CLAIM)
+    result = _run(pytester, tables, "--model", str(bad))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --model {bad}: *is not a readable GGUF file*"])
+    assert len((result.stdout.str() + result.stderr.str()).splitlines()) < 10
+
+
+def test_a_cache_folder_that_is_a_file_is_one_usage_error(pytester, tables, tmp_path):
+    """#44.5: QK_CACHE_DIR pointing at a file failed 5 rows; now one error at start."""
+    afile = tmp_path / "not-a-folder"
+    afile.write_text("")
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=CLAIM)
+    result = _run(pytester, tables, QK_CACHE_DIR=str(afile))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: QK_CACHE_DIR=* is a file, not a folder*"])
+
+
+@pytest.mark.parametrize(
+    ("catalogue", "message"),
+    [
+        (CATALOGUE + "\n[X2\nsection = 1\n", "cannot read the claims catalogue"),
+        (
+            '[vocabulary.side]\nvalue = 0.5\nmeans = "m"\nsource = "s"\n' + CATALOGUE,
+            "redeclares the shared term",
+        ),
+    ],
+)
+def test_a_broken_catalogue_is_one_error_not_one_per_module(pytester, tables, catalogue, message):
+    """#44.5: a catalogue syntax error or a redeclared vocabulary term was printed once per
+    test module, with tracebacks (367 lines for 20 modules)."""
+    pytester.makefile(".toml", catalogue=catalogue)
+    for i in range(5):
+        pytester.makepyfile(**{f"test_m{i}": CLAIM})
+    result = _run(pytester, tables)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = result.stdout.str() + result.stderr.str()
+    assert text.count(message) == 1 and "Traceback" not in text
+
+
+def test_bad_input_inside_a_claim_is_one_line_not_a_traceback(pytester, tables):
+    """#44.5: a QKError (bad input: its message names the fix) is shown as that message, not
+    as a traceback through the claim test's docstring."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(
+        test_x1='''
+from qkcore.errors import QKError
+from qkcore.pytest_plugin import claim
+
+
+@claim("X1", evidence=("paper",), models=("gpt2",))
+def test_x(evidence, claim):
+    """A long docstring that must not be printed.
+    line 2
+    line 3"""
+    raise QKError("the table is damaged; replace it with an intact copy")
+'''
+    )
+    result = _run(pytester, tables)
+    text = result.stdout.str()
+    assert "error: the table is damaged; replace it with an intact copy" in text
+    assert "A long docstring" not in text
