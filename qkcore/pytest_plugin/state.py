@@ -6,6 +6,7 @@ part of it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +55,8 @@ class SessionState:
             )
         explicit = option != "reports/baseline.json"
         path = None if option.lower() == "none" else (rootdir / option).resolve()
+        if update and path is not None and not hasattr(config, "workerinput"):
+            _check_writable(path)
         baseline = read_baseline(path, must_exist=explicit and not update) if path else Baseline()
         report_dir = config.getoption("--claims-report-dir", None)
         return cls(
@@ -67,6 +70,26 @@ class SessionState:
             full_selection=bool(config.getoption("--claims-report-latest", False))
             or is_full_selection(config),
             is_worker=hasattr(config, "workerinput"),
+        )
+
+
+def _check_writable(path: Path) -> None:
+    """``--claims-update-baseline`` writes ``path`` at the end: a path that cannot be written
+    is a usage error now, not a traceback after the whole run."""
+    folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+    problem = ""
+    if path.is_dir():
+        problem = "it is a folder"
+    elif path.exists() and not os.access(path, os.W_OK):
+        problem = "the file is not writable"
+    elif folder is None or not folder.is_dir():
+        problem = f"{folder} is not a folder"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        problem = f"{folder} is not writable"
+    if problem:
+        raise pytest.UsageError(
+            f"--claims-update-baseline cannot write the baseline {path}: {problem}. Give a "
+            "writable path with --claims-baseline=PATH."
         )
 
 

@@ -329,3 +329,24 @@ def test_x(evidence, claim):
     text = result.stdout.str()
     assert "error: the table is damaged; replace it with an intact copy" in text
     assert "A long docstring" not in text
+
+
+def test_an_unwritable_baseline_is_refused_before_the_run(pytester, tables, tmp_path):
+    """#44.9: --claims-update-baseline with a path that cannot be written failed after the
+    whole run, with a traceback and no terminal summary."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=CLAIM)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--paper-data",
+        str(tables),
+        "--claims-update-baseline",
+        "--claims-baseline",
+        str(blocker / "baseline.json"),
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --claims-update-baseline cannot write the baseline *"])
+    assert "passed" not in result.stdout.str()  # refused before any test ran
