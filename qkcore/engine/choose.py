@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 from qkcore.diskcache import DiskCache
@@ -36,6 +37,12 @@ def check_executor_spec(spec: str) -> str:
         return spec
     if spec == "dask-local" or spec.startswith("dask-local:"):
         count = spec.partition(":")[2]
+        most = os.cpu_count() or 1
+        if count.isdigit() and int(count) > most:
+            raise QKError(
+                f"--claims-executor {spec}: {count} worker processes on a machine with {most} "
+                f"cores; a local cluster runs one build per core: use dask-local:{most} or fewer"
+            )
         if not count or (count.isdigit() and int(count) >= 1):
             return spec
     raise QKError(f"--claims-executor {spec!r} names no executor: use one of {EXECUTOR_FORMS}")

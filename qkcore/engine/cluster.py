@@ -28,6 +28,7 @@ its end on its worker, and its entry is then whole (or absent).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import threading
@@ -85,10 +86,10 @@ class DaskExecutor:
         anything is wrong, before anything is built."""
         Client = _distributed().Client
         where = address.removeprefix("scheduler-file:")
+        by_file = address.startswith("scheduler-file:")
         try:
-            if address.startswith("scheduler-file:"):
-                if not Path(where).is_file():
-                    raise OSError(f"no scheduler file at {where}")
+            if by_file:
+                _read_scheduler_file(Path(where))
                 client = Client(scheduler_file=where, timeout=timeout, set_as_default=False)
             else:
                 client = Client(address, timeout=timeout, set_as_default=False)
@@ -96,9 +97,8 @@ class DaskExecutor:
             why = "" if "timed out" in str(exc).lower() else f" ({exc})"
             raise QKError(
                 f"no Dask scheduler answered at {where} within {timeout:g} s{why}. Start one "
-                f"there (`dask scheduler`, then `dask worker {where} --nthreads 1 --resources "
-                f'"{MEMORY_RESOURCE}=<GB>"` on each host), correct --claims-executor, or build on '
-                "this machine with --claims-executor=local"
+                f"there ({_start_commands(where, by_file)}), correct --claims-executor, or "
+                "build on this machine with --claims-executor=local"
             ) from None
         executor = cls(
             client, cache=cache, description=f"the Dask cluster at {where}", niceness=niceness
@@ -129,7 +129,10 @@ class DaskExecutor:
                 n_workers=workers,
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                # the scheduler always serves HTTP (health, metrics): on a free loopback port,
+                # never the shared default 8787, and without the dashboard
+                dashboard_address="127.0.0.1:0",
+                scheduler_kwargs={"dashboard": False},
                 resources={MEMORY_RESOURCE: share},
                 silence_logs=logging.CRITICAL,  # a failed build is reported by the phase
             )
@@ -149,9 +152,10 @@ class DaskExecutor:
         try:
             self.client.wait_for_workers(1, timeout=timeout)
         except TimeoutError:
+            by_file = Path(where).is_file()
             raise QKError(
-                f"the Dask scheduler at {where} has no workers: start them with `dask worker "
-                f'{where} --nthreads 1 --resources "{MEMORY_RESOURCE}=<GB>"`'
+                f"the Dask scheduler at {where} has no workers: start them with "
+                f"`{_worker_command(where, by_file)}` on each host"
             ) from None
         workers = self._workers(fresh=True)
         bare = [name for name, info in workers.items() if MEMORY_RESOURCE not in info["resources"]]
@@ -292,3 +296,34 @@ def _distributed() -> Any:
             f"building on a Dask cluster needs the distributed package: {_INSTALL}"
         ) from None
     return distributed
+
+
+def _worker_command(where: str, by_file: bool) -> str:
+    target = f"--scheduler-file {where}" if by_file else where
+    return f'dask worker {target} --nthreads 1 --resources "{MEMORY_RESOURCE}=<GB>"'
+
+
+def _start_commands(where: str, by_file: bool) -> str:
+    scheduler = f"`dask scheduler --scheduler-file {where}`" if by_file else "`dask scheduler`"
+    return f"{scheduler}, then `{_worker_command(where, by_file)}` on each host"
+
+
+def _read_scheduler_file(path: Path) -> None:
+    """A scheduler file as ``dask scheduler --scheduler-file`` writes it (JSON with the
+    scheduler's ``address``), or :class:`~qkcore.errors.QKError` saying what it is instead;
+    ``OSError`` when it is missing (no scheduler has written it yet)."""
+    if not path.is_file():
+        raise OSError(f"no scheduler file at {path}")
+    try:
+        data = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data, problem = None, f"not JSON ({exc})"
+    else:
+        problem = ""
+    if not problem and not (isinstance(data, dict) and isinstance(data.get("address"), str)):
+        problem = "no scheduler 'address' in it"
+    if problem:
+        raise QKError(
+            f"{path} is not a Dask scheduler file: {problem}. Give the file `dask scheduler "
+            f"--scheduler-file {path}` writes, or a tcp://HOST:PORT address"
+        )

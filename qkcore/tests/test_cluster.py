@@ -241,3 +241,59 @@ def test_a_cuda_build_asks_for_a_gpu_and_fails_at_once_where_no_worker_has_one(
     assert label == "toy on cuda"
     assert "no worker declares a GPU" in why and '--resources "memory_gb=<GB>,GPU=1"' in why
     assert not list(tmp_path.glob("call-*"))  # never ran on a CPU worker
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json at all", "is not a Dask scheduler file: not JSON"),
+        ('{"id": "x"}', "is not a Dask scheduler file: no scheduler 'address'"),
+    ],
+)
+def test_a_garbage_scheduler_file_is_one_error_naming_it(tmp_path, content, message):
+    """#44.8: a scheduler file that is not one was an INTERNALERROR (bare AssertionError)."""
+    path = tmp_path / "scheduler.json"
+    path.write_text(content)
+    with pytest.raises(QKError, match=message):
+        with open_executor(f"scheduler-file:{path}", cache=_cache(tmp_path), timeout=2.0):
+            pytest.fail("an executor over a garbage scheduler file")
+
+
+def test_a_missing_scheduler_file_names_commands_that_exist(tmp_path):
+    """#44.8: the fix suggested for a missing scheduler file, `dask worker <path>`, is not a
+    valid command: a file is given with --scheduler-file."""
+    path = tmp_path / "nowhere.json"
+    with pytest.raises(QKError) as raised:
+        with open_executor(f"scheduler-file:{path}", cache=_cache(tmp_path), timeout=2.0):
+            pytest.fail("an executor over a missing scheduler file")
+    text = str(raised.value)
+    assert f"`dask scheduler --scheduler-file {path}`" in text
+    assert f"`dask worker --scheduler-file {path} --nthreads 1" in text
+
+
+def test_a_local_cluster_larger_than_the_machine_is_refused():
+    """#44.8: dask-local:N had no upper bound (N processes on 2 cores only thrash)."""
+    from qkcore.engine.choose import check_executor_spec
+
+    most = os.cpu_count() or 1
+    assert check_executor_spec(f"dask-local:{most}") == f"dask-local:{most}"
+    with pytest.raises(QKError, match=f"use dask-local:{most} or fewer"):
+        check_executor_spec(f"dask-local:{most * 64}")
+
+
+def test_a_local_cluster_opens_no_fixed_port(tmp_path):
+    """#44.8: LocalCluster(dashboard_address=None) still served HTTP on 127.0.0.1:8787 (the
+    scheduler's health/metrics server): two runs collided there. Now a free loopback port."""
+    import psutil
+
+    def listening() -> set[tuple[str, int]]:
+        return {
+            (c.laddr.ip, c.laddr.port)
+            for c in psutil.Process().net_connections()
+            if c.status == psutil.CONN_LISTEN
+        }
+
+    with open_executor("dask-local:1", cache=_cache(tmp_path)):
+        ports = listening()
+    assert ports and all(ip == "127.0.0.1" for ip, _ in ports)
+    assert 8787 not in {port for _, port in ports}
