@@ -49,6 +49,7 @@ __all__ = [
     "DiskCache",
     "cached_frame",
     "code_digest",
+    "entries_built_here",
     "package_digest",
     "package_versions",
     "sha256_file",
@@ -90,6 +91,8 @@ class DiskCache:
         self, key: str, build: Callable[[Path], object], *, verify: bool = True
     ) -> Path:
         """The entry for ``key``, building it with ``build(tmp_dir)`` if absent."""
+        global _ASKED_HERE
+        _ASKED_HERE += 1
         final = self.path(key)
         if final.exists():
             if verify:
@@ -116,6 +119,8 @@ class DiskCache:
             tmp.mkdir()
             try:
                 build(tmp)
+                global _BUILT_HERE
+                _BUILT_HERE += 1
                 manifest = {
                     str(p.relative_to(tmp)): sha256_file(p)
                     for p in sorted(tmp.rglob("*"))
@@ -169,6 +174,15 @@ class DiskCache:
 
 #: Names this host in temporary folders; no "-", which ends the name before the process id.
 _HOST = socket.gethostname().replace("-", "_") or "host"
+#: entries this process has asked for, and built (not found): a build step tells its own work
+#: from a wait on another run's (:func:`entries_built_here`)
+_ASKED_HERE = 0
+_BUILT_HERE = 0
+
+
+def entries_built_here() -> tuple[int, int]:
+    """``(asked, built)``: cache entries this process has asked for so far, and built."""
+    return _ASKED_HERE, _BUILT_HERE
 
 
 def _alive(pid: int) -> bool:

@@ -11,8 +11,8 @@ executor or worker ran it.
 Example::
 
     with LocalPool(workers=2) as pool:
-        future = pool.submit(task)   # concurrent.futures.Future; its result: where it ran
-        future.result()              # "" (here)
+        future = pool.submit(task)   # concurrent.futures.Future; its result: what it did
+        future.result()              # Ran(host="", built=True)
 """
 
 from __future__ import annotations
@@ -22,11 +22,20 @@ import os
 import signal
 import sys
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from qkcore.evidence.pieces import BuildTask
 
-__all__ = ["THREADS_ENV", "Executor", "LocalPool", "build_threads", "settle_build_process"]
+__all__ = [
+    "THREADS_ENV",
+    "Executor",
+    "LocalPool",
+    "Ran",
+    "build_threads",
+    "ran_build",
+    "settle_build_process",
+]
 
 #: Overrides :func:`build_threads` (e.g. on a submit host with fewer cores than its workers).
 THREADS_ENV = "QK_BUILD_THREADS"
@@ -52,8 +61,9 @@ class Executor(Protocol):
         ...
 
     def submit(self, task: BuildTask) -> Future[Any]:
-        """Start ``task``; the future's result names the host it ran on ("" for this
-        machine), its exception is the build's (or why no worker can take it)."""
+        """Start ``task``; the future's result is a :class:`Ran` (the host it ran on, "" for
+        this machine, and whether it built or found its entries), its exception the build's
+        (or why no worker can take it)."""
         ...
 
     def terminate(self) -> None:
@@ -160,6 +170,25 @@ class LocalPool:
             process.join(timeout=10)
 
 
-def _run_local(fn: Any, args: tuple) -> str:
+def _run_local(fn: Any, args: tuple) -> Ran:
+    return ran_build(fn, args, host="")  # this machine: the phase's lines name no host
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What running one build did: where (``""``: this machine), and whether it computed an
+    entry or only found every entry it needs built by another run (it waited on its lock)."""
+
+    host: str
+    built: bool = True
+
+
+def ran_build(fn: Any, args: tuple, host: str) -> Ran:
+    """Run ``fn(*args)`` and say whether it built: it did unless it asked the cache for
+    entries and found every one (another run built them while it waited on their locks)."""
+    from qkcore.diskcache import entries_built_here
+
+    asked, built = entries_built_here()
     fn(*args)
-    return ""  # this machine: the phase's lines name no host
+    asked_now, built_now = entries_built_here()
+    return Ran(host, built=built_now > built or asked_now == asked)

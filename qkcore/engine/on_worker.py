@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from qkcore.diskcache import CACHE_ENV, code_digest
-from qkcore.engine.executors import settle_build_process
+from qkcore.engine.executors import Ran, ran_build, settle_build_process
 from qkcore.errors import QKError
 
 __all__ = ["GPU_RESOURCE", "MEMORY_RESOURCE", "run_build", "worker_identity"]
@@ -28,10 +28,10 @@ GPU_RESOURCE = "GPU"
 
 def run_build(
     fn: Any, args: tuple, cache_root: str, digest: str, niceness: int, threads: int
-) -> str:
+) -> Ran:
     """A build on a worker: in the submitter's cache, with its torch threads, refusing to run
     other code than the submitter's (its entries would land under another digest, unseen).
-    Returns the host it ran on."""
+    Returns what it did (:class:`~qkcore.engine.executors.Ran`: the host, built or found)."""
     settle_build_process(niceness, threads)
     os.environ[CACHE_ENV] = cache_root  # what every build's DiskCache.default() reads
     here = code_digest()
@@ -41,8 +41,7 @@ def run_build(
             f"the submitter's is {digest}: install the same checkout and package versions on "
             "every worker (pip install -e <checkout> in the workers' environment)"
         )
-    fn(*args)
-    return socket.gethostname()
+    return ran_build(fn, args, host=socket.gethostname())
 
 
 def worker_identity(cache_root: str, probe: str) -> dict[str, Any]:

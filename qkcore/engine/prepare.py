@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from qkcore.diskcache import DiskCache
-from qkcore.engine.executors import Executor, LocalPool
+from qkcore.engine.executors import Executor, LocalPool, Ran
 from qkcore.engine.order import UnblockingOrder
 from qkcore.engine.stamps import is_built, stamp_key
 from qkcore.evidence.pieces import BuildTask
@@ -44,6 +44,8 @@ class PrepareSummary:
 
     built: list[str] = field(default_factory=list)
     cached: list[str] = field(default_factory=list)
+    #: builds another run did while this one waited on their locks
+    found: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -176,9 +178,15 @@ def prepare(
                 error = future.exception()
                 if error is None:
                     cache.get_or_build(stamp_key(task), _write_stamp(task, took), verify=False)
-                    summary.built.append(task.label)
-                    host = future.result()
-                    status = f"done in {_clock(took)}" + (f" on {host}" if host else "")
+                    ran = future.result()
+                    ran = ran if isinstance(ran, Ran) else Ran(str(ran or ""))
+                    where = f" on {ran.host}" if ran.host else ""
+                    if ran.built:
+                        summary.built.append(task.label)
+                        status = f"done in {_clock(took)}{where}"
+                    else:
+                        summary.found.append(task.label)
+                        status = f"built by another run (waited {_clock(took)}{where})"
                 else:
                     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
                     summary.failed.append((task.label, f"{type(error).__name__}: {message}"))
@@ -188,7 +196,7 @@ def prepare(
                     on_settled(task, None if error is None else f"{type(error).__name__}")
                 done_cost += task.cost
                 done_actual += took
-                count = len(summary.built) + len(summary.failed)
+                count = len(summary.built) + len(summary.found) + len(summary.failed)
                 left = _remaining(pending, running, now, slots, done_cost, done_actual)
                 progress.line(
                     f"prepare [{count}/{total}] {task.label}: {status} - elapsed "
@@ -196,7 +204,7 @@ def prepare(
                 )
                 last_line = now
             if not finished and now - last_line >= heartbeat * 0.99:
-                count = len(summary.built) + len(summary.failed)
+                count = len(summary.built) + len(summary.found) + len(summary.failed)
                 left = _remaining(pending, running, now, slots, done_cost, done_actual)
                 names = ", ".join(
                     f"{task.label} ({_clock(now - began)})" for task, began in running.values()
@@ -208,8 +216,9 @@ def prepare(
                 )
                 last_line = now
     summary.seconds = time.monotonic() - start
+    found = f"{len(summary.found)} built by another run, " if summary.found else ""
     progress.line(
-        f"prepare: {len(summary.built)} built, {len(summary.failed)} failed, "
+        f"prepare: {len(summary.built)} built, {found}{len(summary.failed)} failed, "
         f"{len(summary.cached)} cached, in {_clock(summary.seconds)}"
     )
     return summary

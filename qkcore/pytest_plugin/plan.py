@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -89,11 +89,13 @@ def plan_lines(
     claim_of: Mapping[str, str],
     workers: int,
     where: str,
+    name: Callable[[Any], str] = lambda task: task.key,
 ) -> list[str]:
     """The plan (module docstring): ``needs`` maps each selected test to the builds it waits on
-    (stamps of builds not yet done); ``tasks`` are those builds (``key``, ``label``, ``cost``),
-    run ``workers`` at a time on ``where`` (the executor's description)."""
-    by_key = {task.key: task for task in tasks}
+    (stamps of builds not yet done); ``tasks`` are those builds (``label``, ``cost``), each
+    named as ``needs`` names it by ``name`` (its stamp), run ``workers`` at a time on ``where``
+    (the executor's description)."""
+    by_key = {name(task): task for task in tasks}
     free = sum(1 for keys in needs.values() if not keys)
     waiting_on: dict[str, set[tuple[str, str]]] = defaultdict(set)
     rows_of: dict[str, set[str]] = defaultdict(set)
@@ -114,7 +116,7 @@ def plan_lines(
     ordered = sorted(groups.items(), key=lambda kv: -sum(t.cost for t in kv[1]))
     for reasons, group in ordered:
         labels = sorted({_SEED.sub("-s*", task.label) for task in group})
-        rows = set().union(*(rows_of[task.key] for task in group))
+        rows = set().union(*(rows_of[name(task)] for task in group))
         by_evidence: dict[str, set[str]] = defaultdict(set)
         for evidence, claim_id in reasons:
             by_evidence[evidence].add(claim_id)
@@ -122,7 +124,7 @@ def plan_lines(
             f"{_joined(sorted(claims))} on {evidence}"
             for evidence, claims in sorted(by_evidence.items())
         ]
-        only_sets = all(_SET_MARK in evidence for evidence in by_evidence)
+        only_sets = bool(by_evidence) and all(_SET_MARK in e for e in by_evidence)
         what = "only the " if only_sets else ""
         lines.append(
             f"  {len(group)} build{'s' * (len(group) != 1)}, {', '.join(labels)} "

@@ -148,7 +148,7 @@ class PreparePhase:
         assert self.executor is not None  # opened at session start whenever builds run
         where = self.executor.description  # a cluster's does not count its slots:
         where += "" if self.executor_spec == "local" else f", {self._workers()} at a time"
-        for text in plan_lines(self.needs, tasks, claim_of, self._workers(), where):
+        for text in plan_lines(self.needs, tasks, claim_of, self._workers(), where, build_name):
             self.out.line(text)
         self.build = build.start()
 

@@ -180,3 +180,29 @@ def test_terminating_the_local_pool_ends_a_running_build(tmp_path):
     assert not multiprocessing.active_children()
     assert not list(calls.iterdir())  # the build never finished
     assert future.done()
+
+
+def test_a_build_another_run_did_is_not_counted_as_built(tmp_path, monkeypatch):
+    """#44.10: a run that only waited on another run's build (same cache, same entry) said
+    "1 built". Now it says the other run built it."""
+    import threading
+
+    from qkcore.testing.builds import slow_entry
+
+    monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path / "cache"))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    task = BuildTask(("shared",), "shared entry", slow_entry, ("shared-entry", 4.0, str(logs)))
+    first: dict = {}
+    other = threading.Thread(target=lambda: first.update(s=_run([task], tmp_path)))
+    other.start()
+    deadline = time.time() + 60
+    while not list(logs.iterdir()) and time.time() < deadline:
+        time.sleep(0.1)  # the first run's build is under way, holding the entry's lock
+    summary, lines = _run([task], tmp_path)
+    other.join()
+    built_first, _ = first["s"]
+    assert built_first.built == ["shared entry"]
+    assert summary.built == [] and summary.found == ["shared entry"]
+    assert any("built by another run" in line for line in lines)
+    assert len(list(logs.iterdir())) == 1  # computed once
