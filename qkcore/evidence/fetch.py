@@ -141,6 +141,19 @@ def _extract(archive: Path, into: Path, manifest: Manifest) -> Path:
     return _results_folder(into, manifest)
 
 
+def _refuse_links(dest: Path, target: Path) -> None:
+    """Refuse to write through a symbolic link already inside ``dest`` (a linked folder or
+    file would send the release, or NOTICE.md, somewhere the user did not name)."""
+    path = dest
+    for part in target.relative_to(dest).parts:
+        path = path / part
+        if path.is_symlink():
+            raise QKError(
+                f"{path} is a symbolic link inside the destination {dest}: fetch writes only "
+                "real files and folders there. Remove the link, or fetch into another folder."
+            )
+
+
 def fetch(dest: Path, source: str | None = None, manifest: Manifest | None = None) -> VerifyReport:
     """Copy the verified files of the release into ``dest`` (each by an atomic rename); a
     NOTICE.md there says where they came from and under which license."""
@@ -162,6 +175,8 @@ def fetch(dest: Path, source: str | None = None, manifest: Manifest | None = Non
                 folder = _results_folder(path, manifest)
         report = verify_folder(folder, manifest)
         dest.mkdir(parents=True, exist_ok=True)
+        for name in [*report.verified, "NOTICE.md"]:
+            _refuse_links(dest, dest / name)
         for name in report.verified:
             target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -89,3 +89,20 @@ def test_the_shipped_manifest_describes_the_release_on_this_machine():
         pytest.skip(f"no copy of the release at {location}")
     report = verify_folder(Path(location), manifest)
     assert report.complete and not report.mismatched, report.lines()
+
+
+@pytest.mark.parametrize("link", ["trainB", "NOTICE.md", "gpt2_head_full.parquet"])
+def test_a_symbolic_link_inside_the_destination_is_refused(tmp_path, link):
+    """#44.11: fetch wrote through links already inside its destination (a linked trainB/
+    sent the runs, a linked NOTICE.md the notice, wherever the link pointed)."""
+    from qkcore.errors import QKError
+
+    source = _release(tmp_path / "src")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / link).symlink_to(elsewhere if link == "trainB" else elsewhere / "file")
+    with pytest.raises(QKError, match="is a symbolic link inside the destination"):
+        fetch(dest, str(source), _manifest())
+    assert not list(elsewhere.iterdir())  # nothing written through the link
