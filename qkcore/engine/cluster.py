@@ -93,6 +93,14 @@ class DaskExecutor:
                 client = Client(scheduler_file=where, timeout=timeout, set_as_default=False)
             else:
                 client = Client(address, timeout=timeout, set_as_default=False)
+        except TypeError as exc:  # Dask's way of saying a tls:// address found no TLS settings
+            raise QKError(
+                f"the Dask scheduler at {where} speaks TLS and this machine has no TLS settings "
+                f"for Dask ({exc}): set DASK_DISTRIBUTED__COMM__TLS__CA_FILE, "
+                "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT and "
+                "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY to the CA and this client's "
+                "certificate and key (README, 'On a cluster: security')"
+            ) from None
         except (OSError, TimeoutError) as exc:
             why = "" if "timed out" in str(exc).lower() else f" ({exc})"
             raise QKError(

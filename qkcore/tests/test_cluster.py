@@ -24,7 +24,7 @@ from qkcore.engine.prepare import prepare
 from qkcore.errors import QKError
 from qkcore.evidence.pieces import BuildTask, build_toy, build_weights_table
 from qkcore.models.toy.model import ToyConfig
-from qkcore.testing.builds import failing_build, needs_cluster_extra, slow_entry
+from qkcore.testing.builds import failing_build, needs_cluster_extra, sleep_build, slow_entry
 
 pytestmark = needs_cluster_extra
 
@@ -297,3 +297,82 @@ def test_a_local_cluster_opens_no_fixed_port(tmp_path):
         ports = listening()
     assert ports and all(ip == "127.0.0.1" for ip, _ in ports)
     assert 8787 not in {port for _, port in ports}
+
+
+def _certificates(folder: Path) -> dict[str, str]:
+    """A CA, and one key and certificate it signs for 127.0.0.1 (scheduler, workers and
+    client alike), made with the openssl command as an administrator would."""
+    import subprocess
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=folder)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=qk-test-ca",
+        "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
+    (folder / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+        "-keyout", "node.key", "-out", "node.csr")  # fmt: skip
+    run("x509", "-req", "-in", "node.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-days", "2", "-extfile", "san.cnf", "-out", "node.pem")  # fmt: skip
+    return {name: str(folder / name) for name in ("ca.pem", "node.pem", "node.key")}
+
+
+def test_builds_run_on_a_tls_cluster_and_a_client_without_certificates_is_refused(
+    tmp_path, monkeypatch
+):
+    """#44.11: the README's TLS recipe works: a scheduler and workers that require mutual TLS
+    (tls://, certificates from one CA) take builds from a client given the certificates by
+    Dask's own configuration; a client without them gets no connection."""
+    import dask
+    import distributed
+    from distributed.security import Security
+
+    certs = _certificates(tmp_path)
+    (tmp_path / "other-ca").mkdir()
+    security = Security(
+        tls_ca_file=certs["ca.pem"],
+        tls_scheduler_cert=certs["node.pem"],
+        tls_scheduler_key=certs["node.key"],
+        tls_worker_cert=certs["node.pem"],
+        tls_worker_key=certs["node.key"],
+        tls_client_cert=certs["node.pem"],
+        tls_client_key=certs["node.key"],
+        require_encryption=True,
+    )
+    cache = _cache(tmp_path)
+    monkeypatch.setenv("QK_CACHE_DIR", str(cache.root))
+    tls = {
+        "distributed.comm.require-encryption": True,
+        "distributed.comm.tls.ca-file": certs["ca.pem"],
+        "distributed.comm.tls.client.cert": certs["node.pem"],
+        "distributed.comm.tls.client.key": certs["node.key"],
+    }
+    with distributed.LocalCluster(
+        n_workers=1,
+        processes=False,
+        protocol="tls://",
+        host="127.0.0.1",
+        security=security,
+        dashboard_address="127.0.0.1:0",
+        resources={"memory_gb": 4.0},
+        silence_logs=50,
+    ) as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tls://")
+        with dask.config.set(tls):
+            with open_executor(address, cache=cache, timeout=20.0) as executor:
+                task = BuildTask(("tls",), "over tls", sleep_build, (0.1,))
+                summary = prepare([task], executor=executor, cache=cache, line=lambda _: None)
+        assert summary.built == ["over tls"] and not summary.failed
+        with pytest.raises(QKError, match="speaks TLS and this machine has no TLS settings"):
+            with open_executor(address, cache=cache, timeout=3.0):
+                pytest.fail("a client without certificates was let in")
+        other = _certificates(tmp_path / "other-ca")  # a client whose CA the cluster does not trust
+        wrong = tls | {
+            "distributed.comm.tls.client.cert": other["node.pem"],
+            "distributed.comm.tls.client.key": other["node.key"],
+        }
+        with dask.config.set(wrong):
+            with pytest.raises(QKError, match=f"no Dask scheduler answered at {address}"):
+                with open_executor(address, cache=cache, timeout=3.0):
+                    pytest.fail("a client with another CA's certificate was let in")
