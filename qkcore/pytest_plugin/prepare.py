@@ -219,10 +219,12 @@ class PreparePhase:
         self._start(tasks, claim_of, self._background(tasks, notify=None))
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        # before the test's setup, outside pytest's output capture: the build lines printed
+        # while it waits reach the terminal (inside setup they were captured and lost)
         if self.build is None or hasattr(self.config, "workerinput"):
             return
-        keys = self.needs.get(item.nodeid, frozenset())
+        keys = self.needs.get(nodeid, frozenset())
         while not self.build.wait(keys, timeout=1.0):
             self._pump()
         self._pump()
