@@ -10,8 +10,9 @@ products, transient reserve, matched row-shuffle nulls, sink share - every choic
 there) and judged on causal weights and toys.
 
 Rank tests: Spearman p-values are exact (all n! pairings) for n <= 9 - toys have 8 heads - and
-scipy's asymptotic ones above; the smallest p a rank test can reach at n (1/n! one-sided, 2/n!
-two-sided, without ties) is each test's power check.
+scipy's asymptotic ones above. A presence (R4) has a power check against the vocabulary's
+effect_rho; an absence (R5) is an equivalence (claim.absence) whose interval's width is its
+power.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from qkcore.linalg.resolvent import (
 )
 from qkcore.pytest_plugin import claim
 from qkcore.pytest_plugin.author import PremiseUnmet
+from qkcore.stats.equivalence import spearman_interval
 from qkcore.stats.inference import spearman_exact
-from qkcore.stats.power import critical_spearman_rho, spearman_test
+from qkcore.stats.power import spearman_test
 from qkcore.testing.strategies import attention_stacks
 
 UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
@@ -208,6 +210,11 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim):
     Premises: causal attention; depth >= 12 layers (the shallowest model the companion studies,
     GPT-2): the 2-layer toys have no deep product to speak of -> not applicable.
 
+    The literal reading - the null's own misprediction absent, below 1 order (ours: the
+    sentence's unit is the order of magnitude) - is recorded beside it with the verdict it
+    would give, in a measure and the row's note; it does not decide, because it would judge
+    the suite's null construction rather than the companion's unspecified "matched" nulls.
+
     Power: no rank test; 8 sequences x 8 null draws."""
     _causal_premise(evidence, claim)
     depth = _depth(evidence)
@@ -254,6 +261,17 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim):
     claim.measure("per sequence: real", real.tolist())
     claim.measure("per sequence: null (median of 8 draws)", null.tolist())
     claim.measure("matched null median (orders)", float(np.median(null)), n=len(null))
+    null_lo, null_hi = ci(null)
+    literal = "supported" if null_hi < 1 else "refuted" if null_lo >= 1 else "inconclusive"
+    claim.measure("literal reading (the null's own error < 1 order): the row's verdict", literal)
+    claim.note(
+        "Reading: 'an error absent in matched nulls' is judged as the excess over the "
+        "row-shuffle null (real - null). Under the literal reading - the null's own "
+        f"misprediction below 1 order - this row would be {literal}: the null errs by "
+        f"{float(np.median(null)):.1f} orders (interval {null_lo:.1f}-{null_hi:.1f}). The "
+        "companion describes its nulls only as 'matched'; a null that keeps the causal "
+        "triangle, as this one does, has an eigenvalue error of its own."
+    )
 
 
 @claim("R4", evidence=("weights", "toy"), schemes=("rope", "rope-partial", "ape", "alibi"))
@@ -326,7 +344,7 @@ def test_signed_non_normality(evidence, claim):
         )
 
 
-#: The seven single-operator summaries of R5 (the family its multiplicity correction covers).
+#: The seven single-operator summaries of R5 (each must be null for the absence to hold).
 R5_SUMMARIES = (
     "dir_frac",
     "D_head",
@@ -345,28 +363,28 @@ def test_no_single_summary_predicts_criticality(evidence, claim):
 
     Reading: criticality of a head = rise of the induction loss on ``[r, r]`` (50 sequences)
     when its output is removed (pattern zeroed). Summaries (7): dir_frac, D_head, imag_mass,
-    henrici, cond_eig, spectral_radius of M and the head's transient-reserve excess. A summary
-    "predicts" when its Spearman correlation with criticality is significant (two-sided exact
-    p over all 8! pairings). Toys only: the same removal sweep on SmolLM2 is 270 forward
-    passes, outside the default run.
+    henrici, cond_eig, spectral_radius of M and the head's transient-reserve excess. "No summary
+    predicts" is an absence: each summary's Spearman rho with criticality over the model's
+    heads is null, judged as an equivalence with the vocabulary's null_rho (|rho| < 0.15, the
+    paper's |rho| <~ 0.1 at its printed precision - the companion gives no margin of its own):
+    the 90% Fisher-z interval of rho (variance 1.06 / (n - 3), heads as units) inside (-0.15,
+    0.15) supports, entirely outside refutes, otherwise inconclusive. Toys only: the same
+    removal sweep on SmolLM2 is 270 forward passes, outside the default run.
 
-    Thresholds: the claim is refuted when any one summary predicts, so the family of seven tests
-    is corrected for multiplicity with Bonferroni: each p >= 0.05 / 7 = 0.00714 (statement per
-    summary). Bonferroni (family-wise error) rather than BH: the verdict is the global "at least
-    one summary predicts" decision, whose false-positive rate is the family-wise error; the
-    summaries are strongly dependent (dir_frac, D_head, imag_mass), and Bonferroni holds under
-    any dependence (BH's FDR guarantee needs positive dependence). For the "any" decision Holm
-    rejects exactly when Bonferroni does.
+    Thresholds: one equivalence per summary (a statement per summary); the claim needs all
+    seven inside the margin (an intersection-union: no multiplicity correction for
+    "supported"). The exact two-sided p of each rho is recorded beside it.
+
+    Inconclusive by construction at 8 heads: the interval's half-width in Fisher z is 1.645 x
+    sqrt(1.06 / 5) = 0.76, so even rho = 0 gives (-0.64, 0.64), never inside +-0.15 - no toy
+    row can be supported; a summary with |rho| above about 0.72 lies entirely outside and
+    refutes. Supporting the absence needs about 130 heads even at rho = 0.
 
     Premises: some head matters - at least one head's removal moves the induction loss by
     >= 0.01 (the paper's §8 threshold for a head with an effect); otherwise there is no
     criticality to predict.
 
-    Power (an absence claim: it guards "supported"): each test at 0.05 / 7 must have power >=
-    0.8 against the vocabulary's effect_rho, 0.47 (the smallest association the paper calls
-    significant; exact test below 10 heads). With 8 heads it has about 0.03 - the weakest
-    association that can reach the level is recorded (|rho| about 0.9) - so the row cannot be
-    supported; a summary that does reach the level refutes."""
+    Power: the interval's width (no separate power check: an absence needs no significance)."""
     from qkcore.analysis.ablation import run_with_hooks
     from qkcore.analysis.behaviour import induction_losses, repeated_random_tokens
 
@@ -398,22 +416,25 @@ def test_no_single_summary_predicts_criticality(evidence, claim):
         "moves",
     )
     n = critical.size
-    level = claim.threshold("alpha") / len(R5_SUMMARIES)
-    rho_power(claim, n, level, guards="supported")
     reserves = head_reserves(attention_patterns(model, real_inputs(model, 2, 48)), n_null=8)
     summaries = {name: table[name].to_numpy() for name in R5_SUMMARIES[:-1]}
     summaries["reserve excess"] = reserves["excess"].ravel()
     for name in R5_SUMMARIES:
         rho, p = spearman_exact(summaries[name], critical)
-        claim.measure(f"Spearman({name}, criticality)", rho)
-        claim.statement(f"exact p ({name}), Bonferroni level 0.05/7", p, ">=", level, n=n)
-    if n <= 9:
-        claim.measure(
-            "weakest |rho| reaching the Bonferroni level at this n (no ties)",
-            critical_spearman_rho(n, level),
+        claim.measure(f"exact two-sided p ({name})", p, n=n)
+        claim.absence(
+            f"rho({name}, criticality) (no prediction)",
+            rho,
+            spearman_interval(rho, n),
+            "null_rho",
             n=n,
         )
-    claim.note(
-        f"Bonferroni over the {len(R5_SUMMARIES)} summaries: each exact p must be >= "
-        f"{level:.5f}; with {n} heads only a strong rank association can reach that level."
-    )
+    margin = float(claim.entry.margin("null_rho").value)
+    widest_null = spearman_interval(0.0, n)
+    if widest_null[1] >= margin:
+        claim.note(
+            f"Inconclusive by construction over {n} heads: even rho = 0 has the 90% interval "
+            f"({widest_null[0]:.2f}, {widest_null[1]:.2f}), never inside the null_rho margin "
+            f"(+-{margin:g}); the row can only be inconclusive, or refuted by a summary whose "
+            "interval lies entirely outside it."
+        )
