@@ -17,6 +17,7 @@ import pytest
 from qkcore.tests.test_author import CATALOGUE, CLAIM, run_suite
 
 pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.adversarial
 
 
 @pytest.fixture(scope="module")
@@ -350,3 +351,23 @@ def test_an_unwritable_baseline_is_refused_before_the_run(pytester, tables, tmp_
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --claims-update-baseline cannot write the baseline *"])
     assert "passed" not in result.stdout.str()  # refused before any test ran
+
+
+def test_an_interrupted_baseline_update_leaves_the_baseline_as_it_was(pytester, tables):
+    """#44.1: a run that stopped early never writes the baseline, even when asked to."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x1=INTERRUPTING)
+    path = pytester.path / "baseline.json"
+    before = '{"schema": "qk-baseline/2", "verdicts": {}, "rows": {}}\n'
+    path.write_text(before)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--paper-data",
+        str(tables),
+        "--claims-update-baseline",
+        "--claims-baseline",
+        str(path),
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert path.read_text() == before

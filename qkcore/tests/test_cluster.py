@@ -243,6 +243,7 @@ def test_a_cuda_build_asks_for_a_gpu_and_fails_at_once_where_no_worker_has_one(
     assert not list(tmp_path.glob("call-*"))  # never ran on a CPU worker
 
 
+@pytest.mark.adversarial
 @pytest.mark.parametrize(
     "content, message",
     [
@@ -259,6 +260,7 @@ def test_a_garbage_scheduler_file_is_one_error_naming_it(tmp_path, content, mess
             pytest.fail("an executor over a garbage scheduler file")
 
 
+@pytest.mark.adversarial
 def test_a_missing_scheduler_file_names_commands_that_exist(tmp_path):
     """#44.8: the fix suggested for a missing scheduler file, `dask worker <path>`, is not a
     valid command: a file is given with --scheduler-file."""
@@ -271,6 +273,7 @@ def test_a_missing_scheduler_file_names_commands_that_exist(tmp_path):
     assert f"`dask worker --scheduler-file {path} --nthreads 1" in text
 
 
+@pytest.mark.adversarial
 def test_a_local_cluster_larger_than_the_machine_is_refused():
     """#44.8: dask-local:N had no upper bound (N processes on 2 cores only thrash)."""
     from qkcore.engine.choose import check_executor_spec
@@ -281,6 +284,7 @@ def test_a_local_cluster_larger_than_the_machine_is_refused():
         check_executor_spec(f"dask-local:{most * 64}")
 
 
+@pytest.mark.adversarial
 def test_a_local_cluster_opens_no_fixed_port(tmp_path):
     """#44.8: LocalCluster(dashboard_address=None) still served HTTP on 127.0.0.1:8787 (the
     scheduler's health/metrics server): two runs collided there. Now a free loopback port."""
@@ -317,6 +321,7 @@ def _certificates(folder: Path) -> dict[str, str]:
     return {name: str(folder / name) for name in ("ca.pem", "node.pem", "node.key")}
 
 
+@pytest.mark.adversarial
 def test_builds_run_on_a_tls_cluster_and_a_client_without_certificates_is_refused(
     tmp_path, monkeypatch
 ):

@@ -91,6 +91,7 @@ def test_the_shipped_manifest_describes_the_release_on_this_machine():
     assert report.complete and not report.mismatched, report.lines()
 
 
+@pytest.mark.adversarial
 @pytest.mark.parametrize("link", ["trainB", "NOTICE.md", "gpt2_head_full.parquet"])
 def test_a_symbolic_link_inside_the_destination_is_refused(tmp_path, link):
     """#44.11: fetch wrote through links already inside its destination (a linked trainB/

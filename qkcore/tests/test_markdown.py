@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from qkcore.pytest_plugin.markdown import cell, code
+
+pytestmark = pytest.mark.adversarial
 
 
 @given(st.text())

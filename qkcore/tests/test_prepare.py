@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from qkcore.diskcache import DiskCache
 from qkcore.engine.prepare import prepare
 from qkcore.evidence.pieces import BuildTask
@@ -159,6 +161,7 @@ def test_ids_of_skipped_evidence_without_a_piece_name_nothing_to_build(monkeypat
     assert [p.evidence_id for p in pieces] == ["toy-cpu:ape-s0"]
 
 
+@pytest.mark.adversarial
 def test_terminating_the_local_pool_ends_a_running_build(tmp_path):
     """Ctrl-C or -x: the running build's process ends at once, and no error is raised (#44:
     terminate() used to read the pool's process table after shutdown had cleared it)."""
@@ -182,6 +185,7 @@ def test_terminating_the_local_pool_ends_a_running_build(tmp_path):
     assert future.done()
 
 
+@pytest.mark.adversarial
 def test_a_build_another_run_did_is_not_counted_as_built(tmp_path, monkeypatch):
     """#44.10: a run that only waited on another run's build (same cache, same entry) said
     "1 built". Now it says the other run built it."""

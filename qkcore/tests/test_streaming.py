@@ -107,6 +107,7 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.mark.adversarial
 @pytest.mark.parametrize(
     ("workers", "where"),
     [
