@@ -9,6 +9,7 @@ decimals); the sign and the significance the paper asserts are the ``statement``
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -209,8 +210,9 @@ def test_self_match_asymmetry_and_copying(evidence, claim):
         claim.absence(
             f"rho(copying, {metric}) (orthogonal)",
             rho,
-            spearman_interval(rho, n),
+            partial(spearman_interval, rho, n),
             "null_rho",
+            family=len(QK_METRICS),
             n=n,
         )
         claim.measure(f"p of rho(copying, {metric})", float(result.pvalue), n=n)

@@ -15,6 +15,7 @@ and is "strong" (flagged by the prev detector) when prev > 0.5 (the vocabulary's
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -375,7 +376,8 @@ def test_head_level_correlations_are_null(evidence: PaperEvidence, claim: Claim)
     judged as an equivalence with the paper's own bar for a null correlation, |rho| <~ 0.1 at
     its printed precision (the vocabulary's null_rho, 0.15; tex:265): each rho's 90% Fisher-z
     interval (heads as units; the paper prints no interval for these) inside (-0.15, 0.15)
-    supports, entirely outside refutes, otherwise inconclusive.
+    supports; an interval at 1 - 0.10/m (Bonferroni over the m correlates: m chances to refute)
+    entirely outside refutes; otherwise inconclusive.
 
     Thresholds: statements - one equivalence per correlate of the model's family (null_rho).
     Recorded beside: each rho's two-sided p (the authors' own print); imag_mass, hi_freq_dir,
@@ -392,7 +394,12 @@ def test_head_level_correlations_are_null(evidence: PaperEvidence, claim: Claim)
         rho, p = float(result.statistic), float(result.pvalue)
         claim.measure(f"p of rho(dInd_rope, {metric})", p, n=n)
         claim.absence(
-            f"rho(dInd_rope, {metric}) (null)", rho, spearman_interval(rho, n), "null_rho", n=n
+            f"rho(dInd_rope, {metric}) (null)",
+            rho,
+            partial(spearman_interval, rho, n),
+            "null_rho",
+            family=len(family),
+            n=n,
         )
     for metric in OTHER_CORRELATES:
         if metric in table.columns and metric not in family:

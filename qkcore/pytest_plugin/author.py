@@ -37,6 +37,7 @@ from qkcore.evidence.refs import EvidenceRef
 from qkcore.pytest_plugin.catalogue import ClaimEntry, catalogue_for
 from qkcore.pytest_plugin.checks import CheckError, Comparison, Guards
 from qkcore.pytest_plugin.recorder import ClaimRecorder
+from qkcore.stats.equivalence import family as equivalence_family
 
 __all__ = ["Claim", "Comparison", "PremiseUnmet", "claim"]
 
@@ -162,9 +163,10 @@ class Claim:
         self,
         name: str,
         estimate: float,
-        interval: tuple[float, float],
+        interval: tuple[float, float] | Callable[[float], tuple[float, float]],
         margin: str,
         *,
+        family: int = 1,
         centre: float = 0.0,
         n: int | None = None,
         paper: Any = None,
@@ -176,7 +178,26 @@ class Claim:
         inconclusive (:mod:`qkcore.stats.equivalence`). ``margin`` names a vocabulary term or
         one of the claim's ``margins``: its value and the sentence behind it, shown in the row.
         A significant but smaller-than-margin effect never refutes; no power check is needed
-        (the interval's width is the power)."""
+        (the interval's width is the power).
+
+        One of ``family`` absences claimed together ("no scalar predicts", over m): give
+        ``interval`` as a function of the confidence level, and a "different" is read on the
+        Bonferroni-widened interval (:func:`~qkcore.stats.equivalence.family`)::
+
+            claim.absence(name, rho, lambda c: spearman_interval(rho, n, c), "null_rho", family=5)
+        """
+        alpha = float(self.entry.threshold("alpha")) if "alpha" in self.entry.vocabulary else 0.05
+        refute = None
+        if callable(interval):
+            support_level, refute_level = equivalence_family(alpha, family)
+            refute = interval(refute_level) if family > 1 else None
+            interval = interval(support_level)
+        elif family > 1:
+            raise CheckError(
+                f"claim {self.entry.id}: absence {name!r} is one of {family}: give its interval "
+                "as a function of the confidence level, so a refutation can be read on the "
+                "Bonferroni-widened one"
+            )
         term = self.entry.margin(margin)
         value = term.value
         bounds = (
@@ -195,6 +216,7 @@ class Claim:
             paper=paper,
             note=note,
             margin_source=f"{term.name} = {value} ({term.source})",
+            refute_interval=refute,
         )
 
     def premise(

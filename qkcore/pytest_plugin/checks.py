@@ -131,6 +131,8 @@ class Check:
     opposite: bool = False
     #: absence statements (an equivalence): the margin's name and the sentence behind it
     margin_source: str = ""
+    #: one of a family of absences: the wider interval a "different" is read on (Bonferroni)
+    refute_interval: tuple[float, float] | None = None
     #: number and consistency checks: the recomputation under other reasonable readings
     #: (means vs medians, the authors' rounding or test convention), by reading
     readings: dict[str, Any] | None = None
@@ -143,8 +145,15 @@ class Check:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Check:
-        interval = data.get("interval")
-        return cls(**{**data, "interval": tuple(interval) if interval is not None else None})
+        interval, wider = data.get("interval"), data.get("refute_interval")
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(
+            **{
+                **known,
+                "interval": tuple(interval) if interval is not None else None,
+                "refute_interval": tuple(wider) if wider is not None else None,
+            }
+        )
 
 
 def _number(x: Any) -> float | None:
@@ -193,6 +202,7 @@ def judge(
     opposite: bool = False,
     margin_source: str = "",
     readings: dict[str, Any] | None = None,
+    refute_interval: tuple[float, float] | None = None,
 ) -> Check:
     """Compare and record: the :class:`Check` with its outcome and margin.
 
@@ -241,7 +251,9 @@ def judge(
         passed = v is not None and not math.isnan(v) and _ORDER[comparison](v, float(threshold))
     outcome: Outcome = "pass" if passed else "fail"
     if interval is not None and kind == "statement" and comparison == "in":
-        decision = equivalence(value, interval, (float(lo), float(hi))).decision
+        decision = equivalence(
+            value, interval, (float(lo), float(hi)), refute_interval=refute_interval
+        ).decision
         outcome = _EQUIVALENCE_OUTCOME[decision]
     elif interval is not None and kind == "statement" and comparison in ("<", "<=", ">", ">="):
         lo, hi = sorted(float(x) for x in interval)
@@ -278,6 +290,9 @@ def judge(
         margin_source=margin_source,
         readings=dict(readings) if readings else None,
         reproduced_by=reproduced_by,
+        refute_interval=(
+            (float(refute_interval[0]), float(refute_interval[1])) if refute_interval else None
+        ),
     )
 
 

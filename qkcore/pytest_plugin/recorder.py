@@ -78,6 +78,7 @@ class ClaimRecorder:
         opposite: bool = False,
         margin_source: str = "",
         readings: dict[str, Any] | None = None,
+        refute_interval: tuple[float, float] | None = None,
     ) -> bool:
         """Judge ``value <comparison> threshold`` as a check of ``kind`` and record it; returns
         whether it passed. Never raises on a failed check: the verdict comes from all checks."""
@@ -97,6 +98,7 @@ class ClaimRecorder:
             opposite=opposite,
             margin_source=margin_source,
             readings=readings,
+            refute_interval=plain(refute_interval),
         )
         # stored as JSON travels: NaN and infinities as text
         result.value, result.threshold = jsonable(result.value), jsonable(result.threshold)

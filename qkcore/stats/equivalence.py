@@ -16,6 +16,11 @@ so an interval that shrinks with n can only move a decision from "undecided" to 
 other two, never between them (the property tests check it), and at an effect exactly on the
 margin "equivalent" is reached with probability at most ``alpha``.
 
+A claim that several effects are all absent ("no scalar predicts", over m scalars) is
+supported when every one is equivalent - an intersection-union test, at level ``alpha`` with
+no correction - but refuted when any one is different: m chances, so each "different" is read
+on a Bonferroni-widened interval, ``1 - 2 alpha / m`` (``refute_interval``; :func:`family`).
+
 Intervals for the effects absence claims are about (all at ``confidence = 1 - 2 alpha``, 0.90
 for the suite's alpha = 0.05):
 
@@ -48,6 +53,7 @@ __all__ = [
     "Decision",
     "Equivalence",
     "equivalence",
+    "family",
     "margin_bounds",
     "normal_interval",
     "spearman_interval",
@@ -94,23 +100,35 @@ def equivalence(
     interval: tuple[float, float],
     margin: float | tuple[float, float],
     centre: float = 0.0,
+    refute_interval: tuple[float, float] | None = None,
 ) -> Equivalence:
     """Judge an effect's ``interval`` against ``margin`` around ``centre`` (module docstring).
 
-    A NaN anywhere in the interval is "undecided": nothing can be said of an effect that was
-    not estimated."""
+    ``refute_interval``: the (wider) interval a "different" is read on, for one member of a
+    family of absences (default: ``interval``). A NaN anywhere is "undecided": nothing can be
+    said of an effect that was not estimated."""
     low, high = margin_bounds(margin, centre)
     lo, hi = sorted(float(x) for x in interval)
+    r_lo, r_hi = sorted(float(x) for x in (refute_interval or interval))
     decision: Decision
-    if math.isnan(lo) or math.isnan(hi):
+    if any(math.isnan(x) for x in (lo, hi, r_lo, r_hi)):
         decision = "undecided"
     elif low < lo and hi < high:
         decision = "equivalent"
-    elif hi < low or lo > high:
+    elif r_hi < low or r_lo > high:
         decision = "different"
     else:
         decision = "undecided"
     return Equivalence(float(estimate), (lo, hi), (low, high), decision)
+
+
+def family(alpha: float, members: int) -> tuple[float, float]:
+    """``(support, refute)`` confidence levels for one of ``members`` absences judged together:
+    ``1 - 2 alpha`` (intersection-union: no correction) and ``1 - 2 alpha / members``
+    (Bonferroni over the members' chances to refute)."""
+    if members < 1:
+        raise QKError(f"a family has at least one member; got {members}.")
+    return 1 - 2 * alpha, 1 - 2 * alpha / members
 
 
 def _z(confidence: float) -> float:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from qkcore import QKError
 from qkcore.stats.equivalence import (
     equivalence,
+    family,
     normal_interval,
     spearman_interval,
     tost_pvalues,
@@ -120,3 +121,45 @@ def test_bad_margins_and_samples_are_errors_naming_the_fix():
 
 def test_a_nan_estimate_is_undecided():
     assert equivalence(math.nan, spearman_interval(math.nan, 50), 0.1).decision == "undecided"
+
+
+@given(rhos, margins, sizes, st.integers(2, 20))
+def test_a_family_member_refutes_only_on_its_wider_interval(rho, margin, n, members):
+    """Reading "different" on the Bonferroni-widened interval can only withhold refutations,
+    never add one, and never changes what is equivalent."""
+    support, refute = family(ALPHA, members)
+    alone = equivalence(rho, spearman_interval(rho, n, support), margin).decision
+    member = equivalence(
+        rho,
+        spearman_interval(rho, n, support),
+        margin,
+        refute_interval=spearman_interval(rho, n, refute),
+    ).decision
+    if member == "different":
+        assert alone == "different"
+    assert (member == "equivalent") == (alone == "equivalent")
+
+
+def test_a_family_refutes_falsely_at_most_alpha_of_the_time():
+    """Five correlations all exactly on the margin: the chance that any one is read
+    "different" stays within alpha with the family rule (it is near 5 alpha without it)."""
+    members, n = 5, 300
+    support, refute = family(ALPHA, members)
+    draws = np.stack([_spearman_draws(0.15, n, 2000, seed=100 + i) for i in range(members)])
+    any_member = np.zeros(draws.shape[1], dtype=bool)
+    any_alone = np.zeros(draws.shape[1], dtype=bool)
+    for row in draws:
+        for j, v in enumerate(row):
+            wide = spearman_interval(v, n, refute)
+            any_member[j] |= (
+                equivalence(
+                    v, spearman_interval(v, n, support), 0.15, refute_interval=wide
+                ).decision
+                == "different"
+            )
+            any_alone[j] |= (
+                equivalence(v, spearman_interval(v, n, support), 0.15).decision == "different"
+            )
+    slack = 3.5 * math.sqrt(ALPHA * (1 - ALPHA) / draws.shape[1])
+    assert any_member.mean() <= ALPHA + slack
+    assert any_alone.mean() > 2 * ALPHA  # the reason for the rule
