@@ -25,7 +25,9 @@ def test_a_cell_holds_no_markup_character_unescaped(text):
 @given(st.text())
 def test_a_code_span_is_never_closed_early(text):
     out = code(text)
-    fence = re.match(r"`+", out).group(0)
+    opening = re.match(r"`+", out)
+    assert opening is not None
+    fence = opening.group(0)
     inner = out[len(fence) : -len(fence)]
     assert out.endswith(fence)
     assert all(len(run) < len(fence) for run in re.findall(r"`+", inner))
