@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import resource
 import signal
 import sys
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -176,11 +177,15 @@ def _run_local(fn: Any, args: tuple) -> Ran:
 
 @dataclass(frozen=True)
 class Ran:
-    """What running one build did: where (``""``: this machine), and whether it computed an
-    entry or only found every entry it needs built by another run (it waited on its lock)."""
+    """What running one build did: where (``""``: this machine), whether it computed an entry
+    or only found every entry it needs built by another run (it waited on its lock), and what
+    it cost its process: CPU seconds (every thread) and peak resident memory (GB; ``None``
+    where the platform cannot reset the peak between builds)."""
 
     host: str
     built: bool = True
+    cpu_s: float | None = None
+    peak_gb: float | None = None
 
 
 def ran_build(fn: Any, args: tuple, host: str) -> Ran:
@@ -189,6 +194,41 @@ def ran_build(fn: Any, args: tuple, host: str) -> Ran:
     from qkcore.diskcache import entries_built_here
 
     asked, built = entries_built_here()
+    peak_known = _reset_peak_memory()
+    cpu = _cpu_seconds()
     fn(*args)
+    cpu = _cpu_seconds() - cpu
     asked_now, built_now = entries_built_here()
-    return Ran(host, built=built_now > built or asked_now == asked)
+    return Ran(
+        host,
+        built=built_now > built or asked_now == asked,
+        cpu_s=cpu,
+        peak_gb=_peak_memory_gb() if peak_known else None,
+    )
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# A pool process runs many builds and getrusage's peak never falls: Linux resets the peak
+# (VmHWM) when "5" is written to /proc/self/clear_refs, so each build's own peak is known.
+def _reset_peak_memory() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def _peak_memory_gb() -> float | None:
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e9
+    except OSError:
+        pass
+    return None

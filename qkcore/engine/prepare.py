@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from qkcore.diskcache import DiskCache
+from qkcore.engine.buildlog import log_build
 from qkcore.engine.executors import Executor, LocalPool, Ran
 from qkcore.engine.order import UnblockingOrder
 from qkcore.engine.stamps import is_built, stamp_key
@@ -176,6 +177,13 @@ def prepare(
                 task, began = running.pop(future)
                 took = now - began
                 error = future.exception()
+                log_build(
+                    task,
+                    began,
+                    now,
+                    future.result() if error is None else None,
+                    None if error is None else f"{type(error).__name__}: {error}",
+                )
                 if error is None:
                     cache.get_or_build(stamp_key(task), _write_stamp(task, took), verify=False)
                     ran = future.result()

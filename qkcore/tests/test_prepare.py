@@ -210,3 +210,38 @@ def test_a_build_another_run_did_is_not_counted_as_built(tmp_path, monkeypatch):
     assert summary.built == [] and summary.found == ["shared entry"]
     assert any("built by another run" in line for line in lines)
     assert len(list(logs.iterdir())) == 1  # computed once
+
+
+def burn(megabytes: int, seconds: float) -> None:
+    """A build that holds ``megabytes`` of touched memory and computes for ``seconds``."""
+    block = bytearray(megabytes * 1024 * 1024)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux's peak reset")
+def test_the_build_log_gives_each_builds_own_cost(tmp_path, monkeypatch):
+    """#43 profile: one line per build with its CPU seconds and its own peak - a pool process
+    runs many builds, so a small build after a large one must not inherit the large one's peak."""
+    import json
+
+    log = tmp_path / "builds.jsonl"
+    monkeypatch.setenv("QK_BUILD_LOG", str(log))
+    tasks = [
+        BuildTask(("large",), "large", burn, (400, 0.3), cost=10.0),
+        BuildTask(("small",), "small", burn, (10, 0.0), cost=1.0),
+        BuildTask(("bad",), "bad", fail, ("corrupt",), cost=0.5),
+    ]
+    _run(tasks, tmp_path, workers=1)  # one process: the three run there in turn
+    lines = {r["label"]: r for r in map(json.loads, log.read_text().splitlines())}
+    assert set(lines) == {"large", "small", "bad"}
+    large, small, bad = lines["large"], lines["small"], lines["bad"]
+    assert large["cpu_s"] >= 0.3 and large["ended"] - large["began"] == pytest.approx(
+        large["wall_s"], abs=1e-2
+    )
+    # the process holds torch (~0.3 GB) throughout; the large build adds 0.42 GB on top of it
+    assert small["peak_gb"] < large["peak_gb"] - 0.35
+    assert bad["failed"].startswith("RuntimeError: corrupt") and bad["cpu_s"] is None
