@@ -51,8 +51,7 @@ import pandas as pd
 import scipy.stats
 
 from claims.premises import rho_power
-from qkcore.linalg.operators import QKFactors
-from qkcore.linalg.spectra import D_head, dir_frac
+from qkcore.analysis.ginibre import wishart_head_pool
 from qkcore.pytest_plugin import Claim, claim
 from qkcore.pytest_plugin.checks import Comparison
 from qkcore.stats.equivalence import normal_interval, spearman_interval
@@ -309,25 +308,10 @@ BAND_RESAMPLES = 5000
 
 @cache
 def _ginibre_heads(d_eff: int, k: int, draws: int = GINIBRE_DRAWS, seed: int = 0) -> pd.DataFrame:
-    """``draws`` single Ginibre heads' dir_frac and D_head in an effective width ``d_eff``.
-
-    Both metrics are functions of the Gram matrix of ``[A, B]`` (``A^T A``, ``B^T B``,
-    ``B^T A``), which for iid Gaussian ``A, B`` (d_eff x k) is Wishart(d_eff, I_2k). Its
-    Bartlett factor ``R`` (2k x 2k upper triangular, ``R_ii^2 ~ chi2(d_eff - i)``, ``R_ij ~
-    N(0, 1)`` above) has ``R^T R`` of that law, so ``A' = R[:, :k]``, ``B' = R[:, k:]`` are exact
-    stand-ins in 2k dimensions: O(k^3) per head instead of drawing d x k factors.
-    """
-    rng = np.random.default_rng(seed)
-    p = 2 * k
-    diagonal = np.arange(p)
-    parts: list[pd.DataFrame] = []
-    for start in range(0, draws, 250):
-        n = min(250, draws - start)
-        R = np.triu(rng.standard_normal((n, p, p)), 1)
-        R[:, diagonal, diagonal] = np.sqrt(rng.chisquare(d_eff - diagonal, size=(n, p)))
-        ops = QKFactors.from_weights(R[:, :, :k], R[:, :, k:])
-        parts.append(pd.DataFrame({"dir_frac": dir_frac(ops), "D_head": D_head(ops)}))
-    return pd.concat(parts, ignore_index=True)
+    """``draws`` single Ginibre heads' dir_frac and D_head in an effective width ``d_eff``:
+    exact Wishart stand-ins, drawn once and cached on disk
+    (:func:`qkcore.analysis.ginibre.wishart_head_pool`)."""
+    return wishart_head_pool(d_eff, k, draws, seed)
 
 
 def _median_band(

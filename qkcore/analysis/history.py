@@ -9,8 +9,9 @@ One table per run, one row per checkpoint, the columns of the paper's ``ckpt_ana
   ``D_pct``: their within-model percentiles (rank / n, ties averaged);
 - ``pop_med_rif`` / ``pop_med_D``: population medians over all heads.
 
-:func:`ginibre_median_band` gives what "sits at the null" means for a population median: the
-central 99% of the median of ``n_heads`` Ginibre heads of the model's shape.
+:func:`~qkcore.analysis.ginibre.ginibre_median_band` (re-exported here) gives what "sits at the
+null" means for a population median: the central 99% of the median of ``n_heads`` Ginibre
+heads of the model's shape, drawn once and cached.
 
 Example::
 
@@ -25,6 +26,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from qkcore.analysis.ginibre import ginibre_median_band
 from qkcore.errors import QKError
 from qkcore.linalg.operators import QKFactors
 from qkcore.linalg.rope import RotaryInfo, phase_features
@@ -178,44 +180,3 @@ def cached_toy_history(run) -> pd.DataFrame:
 
     key = f"history-{run_key(run.config, run.device)}"
     return cached_frame(key, lambda: toy_history(run))
-
-
-def ginibre_median_band(
-    d: int,
-    k: int,
-    n_heads: int,
-    *,
-    centred: bool,
-    rotary: RotaryInfo | None = None,
-    draws: int = 2000,
-    seed: int = 0,
-    coverage: float = 0.99,
-) -> dict[str, tuple[float, float, float]]:
-    """``{metric: (low, median, high)}`` for ``D_head`` (and ``rope_imag_frac`` with
-    ``rotary``): the central ``coverage`` interval of the median of ``n_heads`` independent
-    Ginibre heads ``M = A B^T`` (``A, B: [d, k]`` Gaussian, centred if the model centres).
-
-    ``draws`` heads are sampled once; the median's distribution is then the bootstrap of
-    ``n_heads``-head medians from them (5000 resamples), so the band includes the sampling
-    spread of a population of that size, not only the null's centre.
-    """
-    rng = np.random.default_rng(seed)
-    values: dict[str, list[np.ndarray]] = {"D_head": []}
-    if rotary is not None:
-        values["rope_imag_frac"] = []
-    chunk = max(1, min(draws, 2**26 // (2 * d * k)))  # ~1 GB of float64 per chunk at most
-    for start in range(0, draws, chunk):
-        n = min(chunk, draws - start)
-        A, B = rng.standard_normal((n, d, k)), rng.standard_normal((n, d, k))
-        ops = QKFactors.from_weights(A, B, centre=centred)
-        values["D_head"].append(spectral_metrics(ops)["D_head"])
-        if rotary is not None:
-            values["rope_imag_frac"].append(phase_features(ops.A, ops.B, rotary)["rope_imag_frac"])
-    out = {}
-    for metric, parts in values.items():
-        pool = np.concatenate(parts)
-        medians = np.median(rng.choice(pool, size=(5000, n_heads), replace=True), axis=1)
-        tail = (1 - coverage) / 2
-        low, high = np.quantile(medians, [tail, 1 - tail])
-        out[metric] = (float(low), float(np.median(pool)), float(high))
-    return out

@@ -23,6 +23,9 @@ Example::
 
 A Dask cluster cannot stop a running task: a build left running when the phase stops runs to
 its end on its worker, and its entry is then whole (or absent).
+
+Why one module: the executor's connection checks, resources and futures are one protocol
+with Dask's client; split, each half would hold the other's invariants.
 """
 
 from __future__ import annotations

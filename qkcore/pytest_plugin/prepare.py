@@ -18,6 +18,9 @@ What the tests wait on is read from what was collected (``-k`` and deselection i
 ``--claims-executor`` says where the builds run (:mod:`~qkcore.engine.choose`): a cluster is
 connected and checked when the session starts, so an unreachable scheduler is one usage error
 before anything is built. Nothing is built for ``--collect-only``.
+
+Why one module: the three ``--claims-prepare`` modes share the plan, the wait and the
+failure markers; #42 moves the build out of pytest, which will shorten it.
 """
 
 from __future__ import annotations
