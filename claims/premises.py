@@ -3,7 +3,13 @@ the same."""
 
 from __future__ import annotations
 
-__all__ = ["history_columns", "rho_fisher_interval", "rho_power", "sum_of_frequency_terms"]
+__all__ = [
+    "history_columns",
+    "null_rank_correlation",
+    "rho_fisher_interval",
+    "rho_power",
+    "sum_of_frequency_terms",
+]
 
 
 def sum_of_frequency_terms(model, claim) -> bool:
@@ -71,3 +77,14 @@ def rho_fisher_interval(rho: float, n: int) -> tuple[float, float]:
 
     half = 1.959964 * math.sqrt(1.06 / (n - 3))
     return math.tanh(math.atanh(rho) - half), math.tanh(math.atanh(rho) + half)
+
+
+def null_rank_correlation(claim, name: str, rho: float, n: int, family: int = 1) -> None:
+    """A Spearman rho said to be null, one of ``family`` such: its 90% Fisher-z interval
+    (:func:`qkcore.stats.equivalence.spearman_interval`) against the vocabulary's ``null_rho``
+    margin, Bonferroni-widened over the family (README, "Absence is an equivalence")."""
+    from functools import partial
+
+    from qkcore.stats.equivalence import spearman_interval
+
+    claim.absence(name, rho, partial(spearman_interval, rho, n), "null_rho", family=family, n=n)

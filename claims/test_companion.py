@@ -17,12 +17,10 @@ power.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 from hypothesis import given, settings
 
-from claims.premises import rho_power
+from claims.premises import null_rank_correlation, rho_power
 from qkcore.analysis.depth import (
     attention_patterns,
     depth_misprediction,
@@ -424,13 +422,8 @@ def test_no_single_summary_predicts_criticality(evidence, claim):
     for name in R5_SUMMARIES:
         rho, p = spearman_exact(summaries[name], critical)
         claim.measure(f"exact two-sided p ({name})", p, n=n)
-        claim.absence(
-            f"rho({name}, criticality) (no prediction)",
-            rho,
-            partial(spearman_interval, rho, n),
-            "null_rho",
-            family=len(R5_SUMMARIES),
-            n=n,
+        null_rank_correlation(
+            claim, f"rho({name}, criticality) (no prediction)", rho, n, family=len(R5_SUMMARIES)
         )
     margin = float(claim.entry.margin("null_rho").value)
     widest_null = spearman_interval(0.0, n)

@@ -9,12 +9,12 @@ decimals); the sign and the significance the paper asserts are the ``statement``
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import numpy as np
 import pytest
 import scipy.stats
 
+from claims.premises import null_rank_correlation
 from qkcore.pytest_plugin import claim
 from qkcore.stats.equivalence import spearman_interval
 from qkcore.stats.inference import benjamini_hochberg
@@ -207,13 +207,8 @@ def test_self_match_asymmetry_and_copying(evidence, claim):
     for metric in QK_METRICS:
         result = scipy.stats.spearmanr(table["copying"], table[metric])
         rho = float(result.statistic)
-        claim.absence(
-            f"rho(copying, {metric}) (orthogonal)",
-            rho,
-            partial(spearman_interval, rho, n),
-            "null_rho",
-            family=len(QK_METRICS),
-            n=n,
+        null_rank_correlation(
+            claim, f"rho(copying, {metric}) (orthogonal)", rho, n, family=len(QK_METRICS)
         )
         claim.measure(f"p of rho(copying, {metric})", float(result.pvalue), n=n)
     for metric in OTHER_QK:

@@ -15,12 +15,12 @@ and is "strong" (flagged by the prev detector) when prev > 0.5 (the vocabulary's
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import numpy as np
 import pandas as pd
 import scipy.stats
 
+from claims.premises import null_rank_correlation
 from claims.test_press import VOCAB
 from claims.test_s7_s8_rope import S8B
 from qkcore.evidence.pieces import PaperEvidence, PaperEvidenceSet
@@ -393,14 +393,7 @@ def test_head_level_correlations_are_null(evidence: PaperEvidence, claim: Claim)
         result = scipy.stats.spearmanr(table["dInd_rope"], table[metric])
         rho, p = float(result.statistic), float(result.pvalue)
         claim.measure(f"p of rho(dInd_rope, {metric})", p, n=n)
-        claim.absence(
-            f"rho(dInd_rope, {metric}) (null)",
-            rho,
-            partial(spearman_interval, rho, n),
-            "null_rho",
-            family=len(family),
-            n=n,
-        )
+        null_rank_correlation(claim, f"rho(dInd_rope, {metric}) (null)", rho, n, family=len(family))
     for metric in OTHER_CORRELATES:
         if metric in table.columns and metric not in family:
             rho = float(scipy.stats.spearmanr(table["dInd_rope"], table[metric]).statistic)
