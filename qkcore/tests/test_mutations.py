@@ -200,7 +200,7 @@ def test_the_mutation_run_names_live_and_dead_checks(pytester, released):
     assert set(rows) == {"paper:gpt2", "paper:gpt2~prev-reversed"}
     text = (pytester.path / "mut" / "mutations.md").read_text()
     # X1's statement flipped: supported on the tables, refuted on the copy
-    assert "test_live[paper:gpt2]: supported -> refuted" in text
+    assert r"test_live\[paper:gpt2\]: supported -> refuted" in text  # a markdown cell
     # X2's statement never looks at the evidence: a problem, and the run is red
     assert "X2: statement 'one is one' reacted to none of its mutations" in text
     assert "X2: mutation 'prev-reversed' moved no verdict" in text
