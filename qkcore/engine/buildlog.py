@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
 
+from qkcore.engine.executors import Ran
 from qkcore.evidence.pieces import BuildTask
 
 __all__ = ["BUILD_LOG_ENV", "log_build"]
@@ -25,7 +25,9 @@ __all__ = ["BUILD_LOG_ENV", "log_build"]
 BUILD_LOG_ENV = "QK_BUILD_LOG"
 
 
-def log_build(task: BuildTask, began: float, ended: float, ran: Any, failed: str | None) -> None:
+def log_build(
+    task: BuildTask, began: float, ended: float, ran: Ran | None, failed: str | None
+) -> None:
     """Append one build's line to ``$QK_BUILD_LOG`` (nothing when it is unset).
 
     ``began``/``ended`` are ``time.monotonic()`` readings of the submitting process; ``ran`` is
@@ -36,14 +38,14 @@ def log_build(task: BuildTask, began: float, ended: float, ran: Any, failed: str
     offset = time.time() - time.monotonic()
     record = {
         "label": task.label,
-        "host": getattr(ran, "host", None),
-        "built": getattr(ran, "built", None),
+        "host": None if ran is None else ran.host,
+        "built": None if ran is None else ran.built,
         "failed": failed,
         "began": round(began + offset, 3),
         "ended": round(ended + offset, 3),
         "wall_s": round(ended - began, 3),
-        "cpu_s": getattr(ran, "cpu_s", None),
-        "peak_gb": getattr(ran, "peak_gb", None),
+        "cpu_s": None if ran is None else ran.cpu_s,
+        "peak_gb": None if ran is None else ran.peak_gb,
         "expected_s": task.cost,
         "memory_gb": task.memory_gb,
     }

@@ -177,13 +177,7 @@ def prepare(
                 task, began = running.pop(future)
                 took = now - began
                 error = future.exception()
-                log_build(
-                    task,
-                    began,
-                    now,
-                    future.result() if error is None else None,
-                    None if error is None else f"{type(error).__name__}: {error}",
-                )
+                ran: Ran | None = None
                 if error is None:
                     cache.get_or_build(stamp_key(task), _write_stamp(task, took), verify=False)
                     ran = future.result()
@@ -199,6 +193,8 @@ def prepare(
                     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
                     summary.failed.append((task.label, f"{type(error).__name__}: {message}"))
                     status = f"FAILED ({type(error).__name__}: {message}); its tests will say"
+                failed = None if error is None else f"{type(error).__name__}: {error}"
+                log_build(task, began, now, ran, failed)
                 settled.add(order.key(task))
                 if on_settled is not None:
                     on_settled(task, None if error is None else f"{type(error).__name__}")
