@@ -115,13 +115,21 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
 
 
 def _rotate(x: torch.Tensor, base: float) -> torch.Tensor:
-    """Rotate-half RoPE on ``x: [B, H, n, k]`` at positions 0..n-1."""
+    """Rotate-half RoPE on ``x: [B, H, n, k]`` at positions 0..n-1.
+
+    Pair ``(a, b)`` = (first half, second half) turns to ``(a cos - b sin, a sin + b cos)``,
+    computed as ``x * [cos, cos] + [-b, a] * [sin, sin]`` on contiguous memory: each output is
+    the same two products summed, so forward and gradients are bit-for-bit the pairwise form,
+    while broadcasting over half-width strided views of the fused projection cost a fifth of a
+    RoPE toy's training step (``benchmarks/bench_toy_step.py``).
+    """
     n, k = x.shape[-2], x.shape[-1]
     theta = base ** (-torch.arange(0, k, 2, dtype=x.dtype) / k)
     angle = torch.arange(n, dtype=x.dtype)[:, None] * theta[None, :]
     cos, sin = angle.cos(), angle.sin()
-    a, b = x[..., : k // 2], x[..., k // 2 :]
-    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+    x = x.contiguous()
+    turned = torch.cat([-x[..., k // 2 :], x[..., : k // 2]], dim=-1)
+    return x * torch.cat([cos, cos], dim=-1) + turned * torch.cat([sin, sin], dim=-1)
 
 
 class Attention(nn.Module):
@@ -145,9 +153,12 @@ class Attention(nn.Module):
             x = hooks(f"{prefix}.attn.q.hook_in", x)
         # One fused projection for q, k, v: a third of the matmul launches of three einsums.
         qkv = torch.einsum("bnd,hdk->bhnk", x, torch.cat([self.W_Q, self.W_K, self.W_V]))
-        q, k, v = qkv.split(H, dim=1)
         if self.config.scheme == "rope":
-            q, k = _rotate(q, self.config.rope_base), _rotate(k, self.config.rope_base)
+            # queries and keys turned in one pass: one contiguous copy, one set of tables
+            q, k = _rotate(qkv[:, : 2 * H], self.config.rope_base).split(H, dim=1)
+            v = qkv[:, 2 * H :]
+        else:
+            q, k, v = qkv.split(H, dim=1)
         pos = torch.arange(n)
         distance = (pos[:, None] - pos[None, :]).to(x.dtype)  # i - j
         bias = None

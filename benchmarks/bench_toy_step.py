@@ -1,0 +1,169 @@
+"""Benchmark: one training step of a default (``cpu`` regime) toy under each candidate speed-up,
+measured side by side in one process, as a ratio to the trainer's own step.
+
+A step is what ``qkcore.models.toy.train.train`` repeats: sample a batch, forward, loss,
+backward, AdamW. Candidates (issue #43; each changes only how the step is computed):
+
+- ``trainer``      - the model as it is (the reference, ratio 1);
+- ``strided-rope`` - RoPE turned on the fused projection's half-width strided views (the form
+  before the contiguous one; RoPE only);
+- ``seeds-batched``- 8 seeds as one model step at 8x the batch, per seed: the best case for
+  stacking a scheme's seeds into one model (same FLOPs, larger kernels);
+- ``sdpa-math``    - PyTorch's reference attention kernel instead of the fused one;
+- ``explicit``     - scores, mask and softmax written out (the analysis path's arithmetic);
+- ``bf16``         - autocast to bfloat16 (this CPU has AMX/AVX-512 BF16);
+- ``threads-2``    - two intra-op threads for one build (ratio in wall time; it takes both cores);
+- ``compile``      - ``torch.compile`` (inductor, C++ on this CPU), after its warm-up.
+
+Rounds alternate the candidates, so a machine that is busier in one minute than the next
+weighs on all of them alike; the figure is the median over rounds::
+
+    python benchmarks/bench_toy_step.py                   # every scheme and candidate
+    python benchmarks/bench_toy_step.py --scheme rope --rounds 5 --candidate trainer strided-rope
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+
+from qkcore.models.toy import model as toy_model
+from qkcore.models.toy.regimes import toy_regime
+from qkcore.models.toy.train import sample_batch
+
+CANDIDATES = (
+    "trainer",
+    "strided-rope",
+    "seeds-batched",
+    "sdpa-math",
+    "explicit",
+    "bf16",
+    "threads-2",
+    "compile",
+)
+SEEDS_PER_SCHEME = 8
+
+
+def _strided_rotate(x: torch.Tensor, base: float) -> torch.Tensor:
+    n, k = x.shape[-2], x.shape[-1]
+    theta = base ** (-torch.arange(0, k, 2, dtype=x.dtype) / k)
+    angle = torch.arange(n, dtype=x.dtype)[:, None] * theta[None, :]
+    cos, sin = angle.cos(), angle.sin()
+    a, b = x[..., : k // 2], x[..., k // 2 :]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+
+def _explicit_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+) -> torch.Tensor:
+    n = q.shape[-2]
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if attn_mask is not None:
+        scores = scores + attn_mask
+    else:
+        future = torch.ones(n, n, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+    return scores.softmax(dim=-1) @ v
+
+
+@contextlib.contextmanager
+def _candidate(name: str) -> Iterator[None]:
+    """Patch the model for one candidate; restore it on exit."""
+    saved_rotate, saved_sdpa = toy_model._rotate, toy_model.F.scaled_dot_product_attention
+    threads = torch.get_num_threads()
+    try:
+        if name == "strided-rope":
+            toy_model._rotate = _strided_rotate
+        elif name == "explicit":
+            toy_model.F.scaled_dot_product_attention = _explicit_attention  # type: ignore[assignment]
+        torch.set_num_threads(2 if name == "threads-2" else 1)
+        if name == "sdpa-math":
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            with sdpa_kernel(SDPBackend.MATH):
+                yield
+        else:
+            yield
+    finally:
+        toy_model._rotate = saved_rotate
+        toy_model.F.scaled_dot_product_attention = saved_sdpa
+        torch.set_num_threads(threads)
+
+
+def _stepper(scheme: str, name: str) -> tuple[Callable[[], None], int]:
+    """A closure running one step of candidate ``name``, and how many seeds one call serves."""
+    config = toy_regime("cpu").config(scheme, 0)
+    seeds = SEEDS_PER_SCHEME if name == "seeds-batched" else 1
+    config = dataclasses.replace(config, batch=config.batch * seeds)
+    torch.manual_seed(0)
+    model = toy_model.ToyTransformer(config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
+    generator = torch.Generator().manual_seed(1)
+    forward: Callable[[torch.Tensor], torch.Tensor] = model
+    if name == "compile":
+        forward = torch.compile(model)
+
+    def step() -> None:
+        tokens, _ = sample_batch(config, config.batch, generator)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "bf16"):
+            logits = forward(tokens)[:, :-1].float()
+        loss = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return step, seeds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scheme", nargs="+", default=["ape", "rope", "alibi"])
+    parser.add_argument("--candidate", nargs="+", default=list(CANDIDATES), choices=CANDIDATES)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=10, help="steps per candidate per round")
+    args = parser.parse_args()
+    print("| scheme | candidate | ms per seed-step (median) | speed-up | warm-up s |")
+    print("|---|---|---:|---:|---:|")
+    for scheme in args.scheme:
+        names = [c for c in args.candidate if c != "strided-rope" or scheme == "rope"]
+        steppers, warmup = {}, {}
+        for name in names:
+            with _candidate(name):
+                start = time.perf_counter()
+                steppers[name] = _stepper(scheme, name)
+                for _ in range(3):
+                    steppers[name][0]()
+                warmup[name] = time.perf_counter() - start
+        times: dict[str, list[float]] = {name: [] for name in names}
+        for _ in range(args.rounds):
+            for name in names:
+                step, seeds = steppers[name]
+                with _candidate(name):
+                    start = time.perf_counter()
+                    for _ in range(args.steps):
+                        step()
+                times[name].append((time.perf_counter() - start) / args.steps / seeds * 1e3)
+        reference = statistics.median(times["trainer"]) if "trainer" in times else math.nan
+        for name in names:
+            ms = statistics.median(times[name])
+            print(
+                f"| {scheme} | {name} | {ms:.1f} | {reference / ms if ms else math.nan:.2f}x "
+                f"| {warmup[name]:.1f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
