@@ -123,7 +123,7 @@ class DaskExecutor:
 
     @classmethod
     def local(
-        cls, workers: int, *, cache: DiskCache, memory_budget_gb: float, niceness: int = 10
+        cls, workers: int, *, cache: DiskCache, memory_budget_gb: float, niceness: int = 0
     ) -> DaskExecutor:
         """A Dask cluster of ``workers`` processes on this machine (started here, closed with
         the executor), each declaring an equal share of ``memory_budget_gb``."""

@@ -105,7 +105,9 @@ class PreparePhase:
                 open_executor(
                     self.executor_spec,
                     workers=self._workers(),
-                    niceness=10,  # the tests running beside the builds come first
+                    # the tests' own share, not less: a build starved by other work on the
+                    # machine holds back every test waiting on it (settle_build_process)
+                    niceness=0,
                 )
             )
         except QKError as exc:

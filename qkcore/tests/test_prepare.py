@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -245,3 +246,21 @@ def test_the_build_log_gives_each_builds_own_cost(tmp_path, monkeypatch):
     # the process holds torch (~0.3 GB) throughout; the large build adds 0.42 GB on top of it
     assert small["peak_gb"] < large["peak_gb"] - 0.35
     assert bad["failed"].startswith("RuntimeError: corrupt") and bad["cpu_s"] is None
+
+
+def test_a_build_process_keeps_its_share_under_the_batch_policy():
+    """A build runs at the niceness it is given (0 by default: the tests' own share, never a
+    tenth of a core against other work) under SCHED_BATCH, in a fresh process as a pool's."""
+    import subprocess
+    import sys
+
+    if not hasattr(os, "SCHED_BATCH"):
+        pytest.skip("no SCHED_BATCH on this platform")
+    probe = (
+        "import os; from qkcore.engine.executors import settle_build_process; "
+        "before = os.getpriority(os.PRIO_PROCESS, 0); settle_build_process(0); "
+        "print(os.sched_getscheduler(0) == os.SCHED_BATCH, "
+        "os.getpriority(os.PRIO_PROCESS, 0) - before)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "0"], out.stdout + out.stderr
