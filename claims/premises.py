@@ -82,7 +82,7 @@ def rho_fisher_interval(rho: float, n: int) -> tuple[float, float]:
 def null_rank_correlation(claim, name: str, rho: float, n: int, family: int = 1) -> None:
     """A Spearman rho said to be null, one of ``family`` such: its 90% Fisher-z interval
     (:func:`qkcore.stats.equivalence.spearman_interval`) against the vocabulary's ``null_rho``
-    margin, Bonferroni-widened over the family (README, "Absence is an equivalence")."""
+    margin, Bonferroni-widened over the family (docs/judging.md, "Absence is an equivalence")."""
     from functools import partial
 
     from qkcore.stats.equivalence import spearman_interval

@@ -102,7 +102,7 @@ class DaskExecutor:
                 f"for Dask ({exc}): set DASK_DISTRIBUTED__COMM__TLS__CA_FILE, "
                 "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT and "
                 "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY to the CA and this client's "
-                "certificate and key (README, 'On a cluster: security')"
+                "certificate and key (docs/cluster.md, TLS)"
             ) from None
         except (OSError, TimeoutError) as exc:
             why = "" if "timed out" in str(exc).lower() else f" ({exc})"

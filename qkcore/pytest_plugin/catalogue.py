@@ -40,7 +40,7 @@ cannot react to any (an identity, a printed number).
 reported apart from empirical findings.
 
 Tests read it through :func:`~qkcore.pytest_plugin.claim.claim`; the report shows the sentence
-and its source; README's catalogue table is generated from it.
+and its source; docs/claims.md's catalogue table is generated from it.
 
 Why one module: reading the TOML and validating every claim's fields against the shared
 vocabulary are one step (an error names the file, the claim and the fix in one place).

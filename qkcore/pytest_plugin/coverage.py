@@ -18,8 +18,9 @@ here can::
     claims = []
     not_testable = "needs the Pythia-160m checkpoint tables, not in the released data"
 
-README's findings table is generated from it (``qk-claims-catalogue --readme README.md``), and
-:func:`findings_problems` holds the map, the catalogue and the paper together.
+docs/claims.md's findings table is generated from it (``qk-claims-catalogue --into
+docs/claims.md``), and :func:`findings_problems` holds the map, the catalogue and the paper
+together.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ test's exact size is :func:`~qkcore.pytest_plugin.counts.size_of_change_test` (0
 the sum of the m rows' sizes bounds the expected number of false flags in a run if every seed
 were drawn anew (each run states it). A rerun of the same seeds on another CPU moves far
 fewer seeds than a new draw (a change from AVX-512 to AVX2 kernels moved 8 of 376 seed rows,
-README), and at n = 8 a flag needs at least 6 seeds to change sides.
+docs/measurements.md), and at n = 8 a flag needs at least 6 seeds to change sides.
 
 **Deterministic evidence** (``paper`` tables, ``weights`` recomputed here). A verdict change is
 a change (red). Every statement and number check's value is compared with the old run's under

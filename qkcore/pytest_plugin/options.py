@@ -62,7 +62,7 @@ def add_claims_options(parser: pytest.Parser) -> None:
         help="where the preparation phase builds: local (default: a pool of "
         "--claims-prepare-workers processes), dask-local[:N] (a Dask cluster of N processes "
         "started here), tcp://HOST:PORT or scheduler-file:PATH (a running Dask scheduler, whose "
-        "workers write $QK_CACHE_DIR: put it on storage they all mount; README, 'On a cluster')",
+        "workers write $QK_CACHE_DIR: put it on storage they all mount; docs/cluster.md)",
     )
     group.addoption(
         "--claims-drift",

@@ -18,7 +18,7 @@ this rule (fixed before any result; the same for every claim):
 The agreement needed, :func:`agreement_needed`, is 5 of 5, 6 of 6, 7 of 7, 7 of 8 (tail
 9/256 = 0.035), 8 of 9, 9 of 10. At the default 8 seeds a decided population therefore
 survives one seed changing sides - which is what a change of rounding alone did to the toys
-(README, "How far toy verdicts depend on the machine").
+(docs/measurements.md, "How far toy verdicts depend on the machine").
 
 The population's evidence id names its size: ``toy-cpu:rope-s0 .. s7`` -> ``toy-cpu:rope-n8``, so a
 ``-k`` run over fewer seeds makes a different row instead of overwriting the full one.

@@ -1,9 +1,10 @@
-"""``qk-claims-catalogue``: README's generated tables - the catalogue, and the findings map.
+"""``qk-claims-catalogue``: the generated tables of docs/claims.md - the catalogue, and the
+findings map.
 
 Example::
 
     qk-claims-catalogue                                # print the catalogue's table
-    qk-claims-catalogue claims/catalogue.toml --readme README.md   # rewrite README's tables
+    qk-claims-catalogue claims/catalogue.toml --into docs/claims.md   # rewrite its tables
 """
 
 from __future__ import annotations
@@ -24,12 +25,19 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``qk-claims-catalogue [CATALOGUE] [--readme README.md]``: print the catalogue's table,
+    """``qk-claims-catalogue [CATALOGUE] [--into docs/claims.md]``: print the catalogue's table,
     or write it - and the findings map's table, when ``findings.toml`` sits beside the
-    catalogue (:mod:`~qkcore.pytest_plugin.coverage`) - into README's blocks."""
+    catalogue (:mod:`~qkcore.pytest_plugin.coverage`) - into that file's marked blocks."""
     parser = argparse.ArgumentParser(prog="qk-claims-catalogue", description=main.__doc__)
     parser.add_argument("catalogue", nargs="?", default="claims/catalogue.toml", type=Path)
-    parser.add_argument("--readme", type=Path, default=None, help="write the tables into it")
+    parser.add_argument(
+        "--into",
+        "--readme",  # its name when the tables stood in README
+        dest="readme",
+        type=Path,
+        default=None,
+        help="write the tables into this markdown file's marked blocks (docs/claims.md)",
+    )
     args = parser.parse_args(argv)
     findings_path = args.catalogue.parent / FINDINGS_FILE
     try:

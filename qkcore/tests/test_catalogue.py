@@ -1,4 +1,4 @@
-"""The claims catalogue against the claim tests, the paper's sources and README.
+"""The claims catalogue against the claim tests, the paper's sources and docs/claims.md.
 
 A threshold is declared once, in ``claims/catalogue.toml``; the test names it and its docstring
 quotes it. These tests hold the three together, so a docstring and its code cannot disagree.
@@ -104,11 +104,11 @@ def test_every_threshold_of_a_claim_is_quoted_by_one_of_its_tests():
     assert not missing, f"thresholds no test docstring states: {missing}"
 
 
-def test_readme_shows_the_catalogue_as_it_is():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_docs_show_the_catalogue_as_it_is():
+    readme = (REPO / "docs" / "claims.md").read_text(encoding="utf-8")
     table = catalogue_table(Catalogue.read(CATALOGUE))
     assert readme_with_table(readme, table) == readme, (
-        "README's catalogue table is stale: run qk-claims-catalogue --readme README.md"
+        "docs/claims.md's catalogue table is stale: run qk-claims-catalogue --into docs/claims.md"
     )
 
 
@@ -197,13 +197,13 @@ def test_every_finding_of_the_paper_is_judged_or_says_why_not():
     assert findings_problems(findings, Catalogue.read(CATALOGUE), lines) == []
 
 
-def test_readme_shows_the_findings_map_as_it_is():
+def test_the_docs_show_the_findings_map_as_it_is():
     from qkcore.pytest_plugin.coverage import findings_table, read_findings, readme_with_findings
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "claims.md").read_text(encoding="utf-8")
     table = findings_table(read_findings(FINDINGS))
     assert readme_with_findings(readme, table) == readme, (
-        "README's findings table is stale: run qk-claims-catalogue --readme README.md"
+        "docs/claims.md's findings table is stale: run qk-claims-catalogue --into docs/claims.md"
     )
 
 

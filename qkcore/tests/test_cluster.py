@@ -64,7 +64,10 @@ def test_real_builds_on_the_cluster_are_bit_identical_to_the_local_pools(tmp_pat
     """A MiniLM table and a short toy run (trainer, checkpoints, table, history): every file
     of every entry has the same sha256 whether the local pool or two Dask workers built it
     (the toy's ``meta.json`` records its wall time: that one field is left out)."""
-    toy = ToyConfig(scheme="rope", seed=0, steps=300)
+    # small shapes: what is compared is every byte the builds write, not the toy's circuit
+    toy = ToyConfig(
+        scheme="rope", seed=0, d_model=32, d_head=8, seq_len=32, batch=8, steps=120, warmup=10
+    )
     tasks = [
         BuildTask(("minilm",), "minilm table", build_weights_table, ("minilm-l6", False, "auto")),
         BuildTask(("toy",), "toy rope-s0", build_toy, (toy, "cpu")),
@@ -201,9 +204,9 @@ def test_the_run_stops_before_building_with_a_usage_error(pytester, option, mess
     ids=["cpu", "gpu"],
 )
 def test_the_slurm_recipe_writes_workers_that_builds_can_use(tmp_path, gpu, workers, resources):
-    """README's Slurm form (``qk-slurm-workers``): each job runs one-thread workers declaring
-    their share of the memory, in the shared cache; a GPU job one worker, so no two cuda builds
-    share its GPU - checked on the batch script it would submit (no Slurm here)."""
+    """docs/cluster.md's Slurm form (``qk-slurm-workers``): each job runs one-thread workers
+    declaring their share of the memory, in the shared cache; a GPU job one worker, so no two
+    cuda builds share its GPU - checked on the batch script it would submit (no Slurm here)."""
     from qkcore.engine.slurm import slurm_cluster
 
     cluster = slurm_cluster(
@@ -325,7 +328,7 @@ def _certificates(folder: Path) -> dict[str, str]:
 def test_builds_run_on_a_tls_cluster_and_a_client_without_certificates_is_refused(
     tmp_path, monkeypatch
 ):
-    """#44.11: the README's TLS recipe works: a scheduler and workers that require mutual TLS
+    """#44.11: docs/cluster.md's TLS recipe works: a scheduler and workers that require mutual TLS
     (tls://, certificates from one CA) take builds from a client given the certificates by
     Dask's own configuration; a client without them gets no connection."""
     import dask

@@ -6,7 +6,7 @@ A regime fixes everything about a run except its scheme, constraint and seed. Tw
 - ``paper`` - :data:`~qkcore.models.toy.model.PAPER_PROTOCOL`, field for field (GPU-sized; on
   CPU about 30 min of one core per run);
 - ``cpu`` - the default, chosen by measurement on the scale ladder
-  (``benchmarks/toy_ladder.py``; the table and the reasons are in the README).
+  (``benchmarks/toy_ladder.py``; the table and the reasons are in docs/measurements.md).
 
 A regime may leave arms of the §10 grid to the paper's scale: those it was measured not to
 form within the paper's 6000-step cap (``grid_left_out``, each with the measurement). A grid
