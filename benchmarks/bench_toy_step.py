@@ -81,11 +81,12 @@ def _explicit_attention(
 @contextlib.contextmanager
 def _candidate(name: str) -> Iterator[None]:
     """Patch the model for one candidate; restore it on exit."""
-    saved_rotate, saved_sdpa = toy_model._rotate, toy_model.F.scaled_dot_product_attention
+    saved_rotate = toy_model.rotate_queries_keys
+    saved_sdpa = toy_model.F.scaled_dot_product_attention
     threads = torch.get_num_threads()
     try:
         if name == "strided-rope":
-            toy_model._rotate = _strided_rotate
+            toy_model.rotate_queries_keys = _strided_rotate
         elif name == "explicit":
             toy_model.F.scaled_dot_product_attention = _explicit_attention  # type: ignore[assignment]
         torch.set_num_threads(2 if name == "threads-2" else 1)
@@ -97,7 +98,7 @@ def _candidate(name: str) -> Iterator[None]:
         else:
             yield
     finally:
-        toy_model._rotate = saved_rotate
+        toy_model.rotate_queries_keys = saved_rotate
         toy_model.F.scaled_dot_product_attention = saved_sdpa
         torch.set_num_threads(threads)
 

@@ -19,7 +19,7 @@ from qkcore.analysis.convention import convention_check
 from qkcore.diskcache import DiskCache
 from qkcore.linalg.rope import RotaryInfo, frequency_operators
 from qkcore.linalg.spectra import dir_frac
-from qkcore.models.toy.model import PAPER_PROTOCOL, ToyConfig, ToyTransformer, _rotate
+from qkcore.models.toy.model import PAPER_PROTOCOL, ToyConfig, ToyTransformer, rotate_queries_keys
 from qkcore.models.toy.train import checkpoint_steps, imag_penalty, sample_batch, sym_penalty, train
 from qkcore.models.toy.view import toy_model_view
 
@@ -78,7 +78,7 @@ def test_rotation_is_bit_for_bit_the_pairwise_form(shape, seed, base):
 
     ours_in = x.detach().requires_grad_()
     theirs_in = x.detach().clone().requires_grad_()
-    ours, theirs = _rotate(ours_in, base), pairwise(theirs_in)
+    ours, theirs = rotate_queries_keys(ours_in, base), pairwise(theirs_in)
     ours.backward(grad)
     theirs.backward(grad)
     assert torch.equal(ours, theirs)

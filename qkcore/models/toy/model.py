@@ -40,6 +40,7 @@ __all__ = [
     "ToyConfig",
     "ToyTransformer",
     "alibi_slopes",
+    "rotate_queries_keys",
 ]
 
 SCHEMES = ("ape", "rope", "alibi")
@@ -114,7 +115,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     return torch.tensor([2.0 ** (-8.0 * (h + 1) / n_heads) for h in range(n_heads)])
 
 
-def _rotate(x: torch.Tensor, base: float) -> torch.Tensor:
+def rotate_queries_keys(x: torch.Tensor, base: float) -> torch.Tensor:
     """Rotate-half RoPE on ``x: [B, H, n, k]`` at positions 0..n-1.
 
     Pair ``(a, b)`` = (first half, second half) turns to ``(a cos - b sin, a sin + b cos)``,
@@ -155,7 +156,7 @@ class Attention(nn.Module):
         qkv = torch.einsum("bnd,hdk->bhnk", x, torch.cat([self.W_Q, self.W_K, self.W_V]))
         if self.config.scheme == "rope":
             # queries and keys turned in one pass: one contiguous copy, one set of tables
-            q, k = _rotate(qkv[:, : 2 * H], self.config.rope_base).split(H, dim=1)
+            q, k = rotate_queries_keys(qkv[:, : 2 * H], self.config.rope_base).split(H, dim=1)
             v = qkv[:, 2 * H :]
         else:
             q, k, v = qkv.split(H, dim=1)
