@@ -343,20 +343,20 @@ def test_non_hermitian_m_is_root_cause_of_induction(evidence_set, claim):
         )
         # on the recorder: a scheme whose premises fail gets a note and the test goes on to the
         # next scheme (claim.premise would end it)
-        ok = claim.record.check(
+        ok = claim.premise(
             f"{scheme}-free: median ind_best (an induction head forms)",
             float(np.median(free_ind)),
             ">",
             claim.threshold("strong"),
-            kind="premise",
+            end=False,
             n=len(free),
         )
-        ok &= claim.record.check(
+        ok &= claim.premise(
             f"{scheme}-sym: largest induction-head dir_frac (M symmetric)",
             max(sym_df),
             "<=",
             claim.threshold("symmetric"),
-            kind="premise",
+            end=False,
             n=len(sym),
         )
         if not ok:

@@ -40,14 +40,14 @@ def test_recomputed_table_matches_published(evidence, claim, paper_data):
     published = data.head_table(name)
     result = compare_tables(published, evidence.head_table())
     # premises on the recorder: the statements below are recorded even after a failed premise
-    claim.record.check("columns both tables carry", len(result), ">=", 1, kind="premise")
+    claim.premise("columns both tables carry", len(result), ">=", 1, end=False)
     matched = int(result["n"].min()) if len(result) else 0
-    claim.record.check(
+    claim.premise(
         "published heads matched on (layer, head)",
         matched,
         "==",
         len(published),
-        kind="premise",
+        end=False,
     )
     for row in result.itertuples():
         claim.statement(

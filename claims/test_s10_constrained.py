@@ -253,22 +253,22 @@ def test_formation_costs(evidence_set, claim):
     min_runs = claim.threshold("min_runs")
     for label, (slow, fast), *_ in TABLE:
         x, y = formation[slow], formation[fast]
-        # premises recorded, not claim.premise: every contrast's checks are recorded after a
+        # end=False: every contrast's checks are recorded after a
         # failed one
-        claim.record.check(
+        claim.premise(
             f"{label}: runs formed in the slower arm ({slow})",
             _n_formed(cells[slow]),
             ">=",
             min_runs,
-            kind="premise",
+            end=False,
             n=len(cells[slow]),
         )
-        claim.record.check(
+        claim.premise(
             f"{label}: runs formed in the faster arm ({fast})",
             _n_formed(cells[fast]),
             ">=",
             min_runs,
-            kind="premise",
+            end=False,
             n=len(cells[fast]),
         )
         _contrast_power(claim, label, x.size, y.size)
@@ -368,12 +368,12 @@ def test_symmetry_costs_ape(evidence_set, claim):
     sym, free = formation["ape-sym"], formation["ape-free"]
     for arm in ("ape-sym", "ape-free"):
         # recorded, not claim.premise: the statements are recorded after a failed one
-        claim.record.check(
+        claim.premise(
             f"runs formed in {arm}",
             _n_formed(cells[arm]),
             ">=",
             claim.threshold("min_runs"),
-            kind="premise",
+            end=False,
             n=len(cells[arm]),
         )
     _contrast_power(claim, "P3", sym.size, free.size)
@@ -595,26 +595,26 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim):
     toy = _is_toy(evidence_set)
     _arms_present(cells, claim, ("rope-sym", "rope-free"))
     sym, free = cells["rope-sym"], cells["rope-free"]
-    # premises recorded, not claim.premise: the figure (and, with a prev head in fewer than
+    # end=False: the figure (and, with a prev head in fewer than
     # min_runs runs, the statements) are recorded after a failed one
-    claim.record.check(
+    claim.premise(
         "RoPE runs carry rotary phase features (rope_imag_frac, kernels)",
         all("rope_imag_frac" in r.heads[0] and r.kernels is not None for r in sym + free),
         "==",
         True,
-        kind="premise",
+        end=False,
     )
     with_prev = {}
     strong = claim.threshold("strong")
     for arm, runs in (("rope-sym", sym), ("rope-free", free)):
         with_prev[arm] = [r for r in runs if float(r.prev_all.max()) > strong]
         without = [f"s{r.seed}" for r in runs if float(r.prev_all.max()) <= strong]
-        claim.record.check(
+        claim.premise(
             f"{arm}: runs with a prev head (best prev score > {strong})",
             len(with_prev[arm]),
             ">=",
             claim.threshold("min_runs"),
-            kind="premise",
+            end=False,
             n=len(runs),
             note=f"without: {', '.join(without)}" if without else "",
         )

@@ -266,12 +266,12 @@ def test_prev_head_leads_k_composition(evidence, claim):
     earlier = table[table["layer"] < floor]
     prev = top_k_heads(earlier, "prev", 1).iloc[0]
     # recorded, not ended on: the ranks below are recorded even when this premise fails
-    claim.record.check(
+    claim.premise(
         f"canonical prev head {head_name(prev)}: prev score",
         float(prev["prev"]),
         ">",
         head_class,
-        kind="premise",
+        end=False,
     )
     paper_heads = {
         "gpt2": ("4.11", ("5.1", "5.5", "6.9"), ("60", "60", "72")),

@@ -70,19 +70,19 @@ def _circuit(table, claim) -> tuple[str, str]:
     prev = layer0.loc[layer0["prev"].idxmax()]
     ind = last.loc[last["ind"].idxmax()]
     strong = claim.threshold("strong")
-    claim.record.check(
+    claim.premise(
         f"layer-0 previous-token head ({head_name(prev)}): prev score",
         float(prev["prev"]),
         ">",
         strong,
-        kind="premise",
+        end=False,
     )
-    claim.record.check(
+    claim.premise(
         f"layer-{int(ind['layer'])} induction head ({head_name(ind)}): ind score",
         float(ind["ind"]),
         ">",
         strong,
-        kind="premise",
+        end=False,
     )
     return head_name(prev), head_name(ind)
 

@@ -96,9 +96,9 @@ def _causal(piece) -> bool:
 def _premises(evidence, table, claim, *, ending: bool) -> None:
     """The premises every per-model §6 row shares (module docstring). ``ending``: through
     ``claim.premise`` (the caller judges them together in ``claim.premises()``); otherwise
-    recorded through ``claim.record`` and the test goes on (S6a / S6b record their statement
+    recorded with ``end=False`` and the test goes on (S6a / S6b record their statement
     after a failed premise too)."""
-    premise = claim.premise if ending else partial(claim.record.check, kind="premise")
+    premise = claim.premise if ending else partial(claim.premise, end=False)
     premise(
         "causal attention (the paper's models are causal LMs)",
         _causal(evidence),

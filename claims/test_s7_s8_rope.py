@@ -107,16 +107,14 @@ def test_phase_features_explain_the_partial(evidence, claim):
     after = partial_rho(table, "D_head", "prev", PHASE_CONTROLS)
     attenuation = 100 * (1 - after.rho / before.rho)
     paper = S7.get(evidence.ref.name)
-    # premises on the recorder: the test goes on recording after a failed one
-    claim.record.check(
-        "partial | dir_frac is positive", before.rho, ">", 0.0, kind="premise", n=before.n
-    )
-    claim.record.check(
+    # end=False: the test goes on recording after a failed one
+    claim.premise("partial | dir_frac is positive", before.rho, ">", 0.0, end=False, n=before.n)
+    claim.premise(
         "p of partial | dir_frac",
         before.p,
         "<",
         claim.threshold("alpha"),
-        kind="premise",
+        end=False,
         n=before.n,
     )
     claim.measure("p of partial | dir_frac + phase", after.p)
@@ -225,12 +223,12 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim):
     )
     top_prev = {head_name(row) for _, row in top_k_heads(table, "prev", 2).iterrows()}
     share_still = float((table["dInd_rope"].abs() < claim.threshold("moves")).mean())
-    claim.record.check(  # on the recorder: the test goes on recording after it fails
+    claim.premise(  # end=False: the test goes on recording after it fails
         "heads in the sweep (share can reach 92% with one head moving)",
         n,
         ">=",
         claim.threshold("min_heads"),
-        kind="premise",
+        end=False,
     )
     claim.measure(
         "chance that the largest effect lands on a top-2 prev head (2/n; design, not power)",
@@ -374,8 +372,8 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim):
     Power: every head of the model, 32 x 32 scores each; no sampling question."""
     model = evidence.model()
     dtype = str(model.bridge.W_E.dtype).replace("torch.", "")
-    # on the recorder: the test goes on recording after this premise fails (when the next holds)
-    claim.record.check("dtype of the model's forward pass", dtype, "==", "float32", kind="premise")
+    # end=False: the test goes on recording after this premise fails (when the next holds)
+    claim.premise("dtype of the model's forward pass", dtype, "==", "float32", text=True, end=False)
     if not sum_of_frequency_terms(model, claim):
         return
     d, k = model.factors.A.shape[-2:]

@@ -102,19 +102,19 @@ def _is_rope(evidence) -> bool:
 def _formed_run(claim, history, t1: float) -> None:
     """Premise of S9b-d: the prev head forms, and after step 0."""
     # recorded, not claim.premise: the tests go on recording after a failed premise
-    claim.record.check(
+    claim.premise(
         "first step the prev head's behaviour is > 0.5 (t1)",
         t1,
         "<",
         float("inf"),
-        kind="premise",
+        end=False,
     )
-    claim.record.check(
+    claim.premise(
         "prev head's behaviour at the first checkpoint (formation after it)",
         float(history["prev_beh"].iloc[0]),
         "<",
         claim.threshold("strong"),
-        kind="premise",
+        end=False,
     )
 
 
@@ -208,21 +208,22 @@ def test_born_at_the_null(evidence, claim):
     first = history.iloc[0]
     band = _null_band(evidence)
     paper = evidence.ref.kind == "paper"
-    # premises recorded, not claim.premise: the statements are recorded after a failed one
-    claim.record.check("first checkpoint step", float(first["step"]), "==", 0.0, kind="premise")
-    claim.record.check(
+    # end=False: the statements are recorded after a failed one
+    claim.premise("first checkpoint step", float(first["step"]), "==", 0.0, end=False)
+    claim.premise(
         "step-0 weights",
         TOY_INIT if evidence.ref.kind == "toy" else "released checkpoint",
         "!=",
         TOY_INIT,
-        kind="premise",
+        end=False,
     )
-    claim.record.check(
+    claim.premise(
         "positional scheme (ALiBi biases scores at init)",
         evidence.ref.scheme,
         "!=",
         "alibi",
-        kind="premise",
+        text=True,
+        end=False,
     )
     beh = float(first["prev_beh"])
     claim.absence(
@@ -305,9 +306,14 @@ def test_locks_in_at_formation(evidence, claim):
         claim, history, ("prev_beh", "rif_pct") if _is_rope(evidence) else ("prev_beh",)
     )
     t0, t1 = _window(history, claim.threshold("strong"))
-    # premises recorded, not claim.premise: power and the window are recorded after a failed one
-    claim.record.check(
-        "positional scheme has rotary phase", evidence.ref.family, "==", "rope", kind="premise"
+    # end=False: power and the window are recorded after a failed one
+    claim.premise(
+        "positional scheme has rotary phase",
+        evidence.ref.family,
+        "==",
+        "rope",
+        text=True,
+        end=False,
     )
     _formed_run(claim, history, t1)
     n = _n_heads(evidence)
@@ -472,15 +478,18 @@ def test_no_spectral_precursor(evidence, claim):
     rope_columns = ("rif_pct",) if _is_rope(evidence) else ()
     history_columns(claim, history, ("prev_beh", "D_pct", *rope_columns))
     t0, t1 = _window(history, claim.threshold("strong"))
-    # premises recorded, not claim.premise: the measurements are recorded after a failed one
-    claim.record.check(
-        "positional scheme has rotary phase", evidence.ref.family, "==", "rope", kind="premise"
+    # end=False: the measurements are recorded after a failed one
+    claim.premise(
+        "positional scheme has rotary phase",
+        evidence.ref.family,
+        "==",
+        "rope",
+        text=True,
+        end=False,
     )
     _formed_run(claim, history, t1)
     before = history[history["step"] < t0]
-    claim.record.check(
-        "checkpoints before the formation window", len(before), ">", 0, kind="premise"
-    )
+    claim.premise("checkpoints before the formation window", len(before), ">", 0, end=False)
     chance = claim.threshold("chance")
     top = claim.threshold("signature_pct")
     if len(before):

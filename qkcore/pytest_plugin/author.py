@@ -228,15 +228,25 @@ class Claim:
         *,
         n: int | None = None,
         note: str = "",
-    ) -> None:
+        text: bool = False,
+        end: bool = True,
+    ) -> bool:
         """What the evidence must have for the claim to bear on it; when it fails the test
-        ends here and its row is not-applicable, with the measured value as the reason."""
+        ends here and its row is not-applicable, with the measured value as the reason.
+
+        ``end=False`` records it and returns whether it held, and the test goes on - for a
+        test that records more after a failed premise (its measurements, another premise); the
+        row is not-applicable all the same. ``text=True``: a str threshold is compared as text
+        (``"rope"``, ``"float32"``), not looked up by name."""
         __tracebackhide__ = True
-        held = self._check("premise", name, value, comparison, threshold, n=n, note=note)
+        held = self._check("premise", name, value, comparison, threshold, n=n, note=note, text=text)
+        if not end:
+            return held
         if self._deferred is not None:
             self._deferred.append(held)
         elif not held:
             raise PremiseUnmet(f"premise {name!r} fails: {value!r} {comparison} {threshold!r}")
+        return held
 
     @contextmanager
     def premises(self) -> Iterator[None]:

@@ -107,6 +107,30 @@ def test_a_suite_without_conftest_gets_evidence_through_the_entry_point(pytester
     assert len(CLAIM.strip().splitlines()) <= 15
 
 
+def test_a_premise_that_does_not_end_the_test_records_what_follows(pytester, tables):
+    """``claim.premise(..., end=False)``: the failed premise makes the row not-applicable,
+    the checks after it are still recorded, and it returns whether it held; a text threshold
+    (``text=True``) is compared as text, not looked up in the catalogue."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    going_on = CLAIM.replace(
+        'claim.premise("strongest prev score", table["prev"].max(), ">=", "strong")',
+        'held = claim.premise("strongest prev score", table["prev"].max(), ">=", "strong", '
+        "end=False)\n"
+        '    claim.premise("scheme", evidence.ref.scheme, "==", "ape", text=True, end=False)\n'
+        '    claim.note(f"held {held}")',
+    )
+    pytester.makepyfile(test_x1=going_on)
+    _, rows = run_suite(pytester, tables)
+    gpt2, pythia = rows["paper:gpt2"], rows["paper:pythia-410m"]
+    assert gpt2["verdict"] == "supported"
+    assert [c["outcome"] for c in gpt2["checks"] if c["kind"] == "premise"] == ["pass", "pass"]
+    assert pythia["verdict"] == "not-applicable"  # a RoPE model, and no strong prev head
+    kinds = [(c["kind"], c["outcome"]) for c in pythia["checks"]]
+    assert kinds[:2] == [("premise", "fail"), ("premise", "fail")]
+    assert ("statement", "pass") in kinds  # recorded after the failed premise
+    assert "held False" in json.dumps(pythia) and "held True" in json.dumps(gpt2)
+
+
 def test_a_claims_id_selects_its_tests(pytester, tables):
     """``pytest -k x1`` runs claim X1's tests (-k matches case-insensitively), nothing else."""
     pytester.makefile(".toml", catalogue=CATALOGUE)
