@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 PAPER_DATA ?= ../shared/paper-data
 WORKERS ?= 2
 # Where builds run (--claims-executor): local, dask-local[:N], tcp://HOST:PORT or
-# scheduler-file:PATH (README, "On a cluster").
+# scheduler-file:PATH (docs/cluster.md).
 EXECUTOR ?= local
 # What fails a run against reports/baseline.json: verdicts (a toy population only when its seed
 # counts differ beyond chance), or numbers (also a paper or weights value beyond its rounding
@@ -55,7 +55,7 @@ test: install
 
 # Every check proven able to fail: each paper row again on copies of the released tables with
 # its claim's declared mutations (catalogue); reports/mutations/mutations.md says which checks
-# reacted, and the run fails when a statement or power check reacts to none (README, "Mutations").
+# reacted, and the run fails when a statement or power check reacts to none (docs/judging.md, "Every check can fail").
 mutations: install
 	@if [ -z "$$QK_PAPER_DATA" ]; then echo "make mutations: the paper's tables are needed: PAPER_DATA=../shared/paper-data"; exit 1; fi
 	@rm -rf reports/mutations
