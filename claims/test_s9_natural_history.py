@@ -215,6 +215,7 @@ def test_born_at_the_null(evidence, claim):
         TOY_INIT if evidence.ref.kind == "toy" else "released checkpoint",
         "!=",
         TOY_INIT,
+        text=True,
         end=False,
     )
     claim.premise(
