@@ -55,7 +55,8 @@ test: install
 
 # Every check proven able to fail: each paper row again on copies of the released tables with
 # its claim's declared mutations (catalogue); reports/mutations/mutations.md says which checks
-# reacted, and the run fails when a statement or power check reacts to none (docs/judging.md, "Every check can fail").
+# reacted, and the run fails when a statement or power check reacts to none (docs/judging.md,
+# "Every check can fail").
 mutations: install
 	@if [ -z "$$QK_PAPER_DATA" ]; then echo "make mutations: the paper's tables are needed: PAPER_DATA=../shared/paper-data"; exit 1; fi
 	@rm -rf reports/mutations

@@ -341,8 +341,8 @@ def test_non_hermitian_m_is_root_cause_of_induction(evidence_set, claim):
             sum(math.isfinite(r.formation) for r in sym),
             n=len(sym),
         )
-        # on the recorder: a scheme whose premises fail gets a note and the test goes on to the
-        # next scheme (claim.premise would end it)
+        # end=False: a scheme whose premises fail gets a note and the test goes on to the next
+        # scheme
         ok = claim.premise(
             f"{scheme}-free: median ind_best (an induction head forms)",
             float(np.median(free_ind)),

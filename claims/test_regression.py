@@ -39,7 +39,7 @@ def test_recomputed_table_matches_published(evidence, claim, paper_data):
         )
     published = data.head_table(name)
     result = compare_tables(published, evidence.head_table())
-    # premises on the recorder: the statements below are recorded even after a failed premise
+    # end=False: the statements below are recorded even after a failed premise
     claim.premise("columns both tables carry", len(result), ">=", 1, end=False)
     matched = int(result["n"].min()) if len(result) else 0
     claim.premise(

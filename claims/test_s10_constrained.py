@@ -367,7 +367,7 @@ def test_symmetry_costs_ape(evidence_set, claim):
     formation = _formation(cells)
     sym, free = formation["ape-sym"], formation["ape-free"]
     for arm in ("ape-sym", "ape-free"):
-        # recorded, not claim.premise: the statements are recorded after a failed one
+        # end=False: the statements are recorded after a failed one
         claim.premise(
             f"runs formed in {arm}",
             _n_formed(cells[arm]),

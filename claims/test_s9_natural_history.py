@@ -99,9 +99,22 @@ def _is_rope(evidence) -> bool:
     return evidence.ref.scheme.startswith("rope")
 
 
+def _rotary_premise(evidence, claim) -> None:
+    """Premise of S9b and S9d: the evidence's positional scheme has a rotary phase (recorded
+    with ``end=False``: the caller goes on recording)."""
+    claim.premise(
+        "positional scheme has rotary phase",
+        evidence.ref.family,
+        "==",
+        "rope",
+        text=True,
+        end=False,
+    )
+
+
 def _formed_run(claim, history, t1: float) -> None:
     """Premise of S9b-d: the prev head forms, and after step 0."""
-    # recorded, not claim.premise: the tests go on recording after a failed premise
+    # end=False: the tests go on recording after a failed premise
     claim.premise(
         "first step the prev head's behaviour is > 0.5 (t1)",
         t1,
@@ -307,15 +320,8 @@ def test_locks_in_at_formation(evidence, claim):
         claim, history, ("prev_beh", "rif_pct") if _is_rope(evidence) else ("prev_beh",)
     )
     t0, t1 = _window(history, claim.threshold("strong"))
-    # end=False: power and the window are recorded after a failed one
-    claim.premise(
-        "positional scheme has rotary phase",
-        evidence.ref.family,
-        "==",
-        "rope",
-        text=True,
-        end=False,
-    )
+    # not ending: power and the window are recorded after a failed premise
+    _rotary_premise(evidence, claim)
     _formed_run(claim, history, t1)
     n = _n_heads(evidence)
     top = claim.threshold("signature_pct")
@@ -479,15 +485,8 @@ def test_no_spectral_precursor(evidence, claim):
     rope_columns = ("rif_pct",) if _is_rope(evidence) else ()
     history_columns(claim, history, ("prev_beh", "D_pct", *rope_columns))
     t0, t1 = _window(history, claim.threshold("strong"))
-    # end=False: the measurements are recorded after a failed one
-    claim.premise(
-        "positional scheme has rotary phase",
-        evidence.ref.family,
-        "==",
-        "rope",
-        text=True,
-        end=False,
-    )
+    # not ending: the measurements are recorded after a failed premise
+    _rotary_premise(evidence, claim)
     _formed_run(claim, history, t1)
     before = history[history["step"] < t0]
     claim.premise("checkpoints before the formation window", len(before), ">", 0, end=False)
