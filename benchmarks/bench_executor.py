@@ -24,7 +24,7 @@ import time
 from qkcore.diskcache import DiskCache
 from qkcore.engine.choose import open_executor
 from qkcore.engine.prepare import prepare
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 from qkcore.testing.builds import sleep_build
 
 

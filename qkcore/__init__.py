@@ -24,10 +24,20 @@ Example::
     metrics = spectral_metrics(ops)                       # dict of [L, H] arrays
 """
 
-from qkcore.errors import QKError
-from qkcore.linalg.nulls import NULL_METRICS, NullDistribution, ginibre_factors, matched_sigma_null
-from qkcore.linalg.operators import QKFactors
-from qkcore.linalg.spectra import METRICS, dense_metrics, spectral_metrics
+from typing import TYPE_CHECKING
+
+from qkcore.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the type checker sees the names; at run time each is imported on first use
+    from qkcore.errors import QKError
+    from qkcore.linalg.nulls import (
+        NULL_METRICS,
+        NullDistribution,
+        ginibre_factors,
+        matched_sigma_null,
+    )
+    from qkcore.linalg.operators import QKFactors
+    from qkcore.linalg.spectra import METRICS, dense_metrics, spectral_metrics
 
 __all__ = [
     "METRICS",
@@ -40,3 +50,20 @@ __all__ = [
     "matched_sigma_null",
     "spectral_metrics",
 ]
+
+# Lazy: every pytest run in an environment with qkcore installed imports this package (the
+# plugin's entry point), and numpy and scipy are not its business until a claim runs.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "QKError": "qkcore.errors",
+        "NULL_METRICS": "qkcore.linalg.nulls",
+        "NullDistribution": "qkcore.linalg.nulls",
+        "ginibre_factors": "qkcore.linalg.nulls",
+        "matched_sigma_null": "qkcore.linalg.nulls",
+        "QKFactors": "qkcore.linalg.operators",
+        "METRICS": "qkcore.linalg.spectra",
+        "dense_metrics": "qkcore.linalg.spectra",
+        "spectral_metrics": "qkcore.linalg.spectra",
+    },
+)

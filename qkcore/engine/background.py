@@ -27,7 +27,7 @@ from typing import Any
 from qkcore.engine.order import UnblockingOrder
 from qkcore.engine.prepare import PrepareSummary, prepare
 from qkcore.engine.stamps import stamp_key
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 
 __all__ = ["BackgroundBuild"]
 

@@ -18,7 +18,7 @@ import os
 import time
 
 from qkcore.engine.executors import Ran
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 
 __all__ = ["BUILD_LOG_ENV", "log_build"]
 

@@ -46,7 +46,7 @@ from qkcore.engine.executors import build_threads
 from qkcore.engine.on_worker import GPU_RESOURCE, MEMORY_RESOURCE, run_build, worker_identity
 from qkcore.engine.stamps import stamp_key
 from qkcore.errors import QKError
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 
 __all__ = ["DaskExecutor"]
 

@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 
 from qkcore.engine.stamps import stamp_key
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 
 __all__ = ["UnblockingOrder"]
 

@@ -34,7 +34,7 @@ from qkcore.engine.buildlog import log_build
 from qkcore.engine.executors import Executor, LocalPool, Ran
 from qkcore.engine.order import UnblockingOrder
 from qkcore.engine.stamps import is_built, stamp_key
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 
 __all__ = ["PrepareSummary", "is_built", "prepare", "print_line", "stamp_key"]
 

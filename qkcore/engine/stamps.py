@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from qkcore.diskcache import DiskCache
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 
 __all__ = ["is_built", "stamp_key"]
 

@@ -45,13 +45,16 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from qkcore.errors import QKError
 from qkcore.evidence.paper_data import PaperData, TrainingRun
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# numpy and pandas are imported where a mutation is applied: the catalogue parses its
+# mutations when the plugin reads it, and the plugin loads light.
 
 __all__ = [
     "OPERATIONS",
@@ -155,6 +158,9 @@ def _selected(frame: pd.DataFrame, mutation: Mutation) -> pd.Index:
 
 def _elementwise(series: pd.Series, change: Any) -> pd.Series:
     """``change`` on a numeric column, or on every JSON list a text column holds."""
+    import numpy as np
+    import pandas as pd
+
     if not pd.api.types.is_numeric_dtype(series) and series.map(lambda v: isinstance(v, str)).all():
         return series.map(
             lambda v: json.dumps(
@@ -166,6 +172,8 @@ def _elementwise(series: pd.Series, change: Any) -> pd.Series:
 
 def apply_mutation(frame: pd.DataFrame, mutation: Mutation) -> pd.DataFrame:
     """A copy of ``frame`` with ``mutation`` applied (the input is never changed)."""
+    import numpy as np
+
     out = frame.copy()
     column = mutation.column
     if column not in out.columns:

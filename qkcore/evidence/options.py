@@ -99,22 +99,28 @@ def check_cache_root() -> None:
 def check_evidence_options(options: EvidenceOptions) -> None:
     """Resolve what cannot be checked per value: ``$QK_PAPER_DATA``, the cache folder, the toy
     regime and every ``--model`` spec (its file opened far enough to know it is a model), once,
-    so a bad one is one error naming the flag, not one per test."""
-    from qkcore.models.schemes import probe_scheme
-    from qkcore.models.sources import resolve_source
-    from qkcore.models.toy.regimes import toy_regime
+    so a bad one is one error naming the flag, not one per test.
 
+    Only what was given is opened: reading a regime imports the toy model (torch), and a run
+    that asked for nothing of the kind must not pay for it (the plugin loads light).
+    """
     location = os.environ.get("QK_PAPER_DATA")
     if location and not options.paper_data and not Path(location).is_dir():
         raise QKError(
             f"QK_PAPER_DATA={location} is not a folder; point it at the folder of the paper's "
             "released tables (e.g. ../shared/paper-data), or unset it to skip the paper: tests"
         )
-    try:
-        toy_regime(options.toy_regime)
-    except QKError as exc:
-        raise QKError(f"--toy-regime: {exc}") from None
+    if options.toy_regime != EvidenceOptions.toy_regime:
+        from qkcore.models.toy.regimes import toy_regime
+
+        try:
+            toy_regime(options.toy_regime)
+        except QKError as exc:
+            raise QKError(f"--toy-regime: {exc}") from None
     check_cache_root()
+    if options.models:
+        from qkcore.models.schemes import probe_scheme
+        from qkcore.models.sources import resolve_source
     for spec in options.models:
         try:
             probe_scheme(resolve_source(spec))

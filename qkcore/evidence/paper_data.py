@@ -28,10 +28,12 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from qkcore.errors import QKError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "PAPER_DATA_ENV",
@@ -135,6 +137,8 @@ def _check_columns(frame: pd.DataFrame, kind: str, path: Path) -> pd.DataFrame:
 
 @cache
 def _read(path: Path, kind: str) -> pd.DataFrame:
+    import pandas as pd  # on the first table read: the plugin resolves the folder light
+
     try:
         frame = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several types for a damaged file

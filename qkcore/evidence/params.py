@@ -19,22 +19,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qkcore.errors import QKError
 from qkcore.evidence.kinds import EvidenceKind, EvidenceRequest, Offer, Option, Tolerance
 from qkcore.evidence.kinds import set_families as _families
 from qkcore.evidence.options import EvidenceOptions, folder, grid_seeds, positive_int, torch_device
-from qkcore.evidence.paper_data import PaperData, resolve_paper_data
-from qkcore.evidence.pieces import (
-    ModelSet,
-    PaperEvidence,
-    PaperEvidenceSet,
-    ToyEvidence,
-    ToyGridEvidence,
-    WeightsEvidence,
-)
 from qkcore.evidence.refs import ALL_MODELS, EvidenceRef
-from qkcore.models import PACKAGED, PAPER_MODELS, resolve_source
+
+if TYPE_CHECKING:
+    from qkcore.evidence.paper_data import PaperData
+
+# The kinds are declared on import (their flags are added when pytest starts); what their
+# offers compute with - pandas, torch, the pieces, the model sources - is imported only when a
+# claim asks for evidence, so loading the plugin stays light.
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -60,6 +58,8 @@ def paper_data(option: str | None) -> tuple[PaperData | None, str]:
     ``$QK_PAPER_DATA`` is read on every call and the tables are cached by the folder it
     resolves to, so a changed environment is never answered from an earlier call.
     """
+    from qkcore.evidence.paper_data import resolve_paper_data
+
     try:
         root = resolve_paper_data(option)
     except QKError as exc:
@@ -75,6 +75,8 @@ def paper_data(option: str | None) -> tuple[PaperData | None, str]:
 
 @cache
 def _discover(root: Path) -> PaperData:
+    from qkcore.evidence.paper_data import PaperData
+
     return PaperData.discover(root)
 
 
@@ -82,6 +84,8 @@ def paper_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[Off
     """``paper:<model>`` per model with a per-head table (``checkpoints``: with a released
     checkpoint series instead), filtered by ``schemes`` / ``models``; a missing ``columns``
     entry skips the model with the column named."""
+    from qkcore.evidence.pieces import PaperEvidence
+
     data, reason = paper_data(options.paper_data)
     if data is None:
         return [Offer(EvidenceRef("paper", "unavailable"), skip=reason)]
@@ -120,6 +124,8 @@ def paper_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[Off
 
 def paper_set(options: EvidenceOptions) -> Offer:
     """``paper:all-models``: every model with a readable published per-head table."""
+    from qkcore.evidence.pieces import PaperEvidenceSet
+
     ref = EvidenceRef("paper", ALL_MODELS)
     data, reason = paper_data(options.paper_data)
     if data is None:
@@ -147,6 +153,7 @@ class _Probed:
 @cache
 def _probe(spec: str) -> _Probed:
     from qkcore.models.schemes import PAPER_MODEL_SCHEME, probe_scheme
+    from qkcore.models.sources import resolve_source
 
     try:
         source = resolve_source(spec)
@@ -165,6 +172,9 @@ def _probe(spec: str) -> _Probed:
 def weights_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[Offer]:
     """Packaged models, the paper's seven (skipped with the fetch command when not cached) and
     every ``--model``; filtered by the request's ``schemes``."""
+    from qkcore.evidence.pieces import WeightsEvidence
+    from qkcore.models.sources import PACKAGED, PAPER_MODELS
+
     schemes = request.schemes
     offers = []
     for spec in dict.fromkeys([*PACKAGED, *PAPER_MODELS, *options.models]):
@@ -213,6 +223,7 @@ def weights_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[O
 def toy_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[Offer]:
     """``toy-<regime>:<scheme>-s<seed>``: ``--toy-seeds`` free runs per scheme, trained here in
     the ``--toy-regime``."""
+    from qkcore.evidence.pieces import ToyEvidence
     from qkcore.models.toy.regimes import toy_regime
 
     regime = toy_regime(options.toy_regime)
@@ -228,6 +239,8 @@ def toy_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[Offer
 
 def _model_set(kind: str, offers: list[Offer], regime: str = "") -> Offer:
     """Every offered piece of a kind that is there and readable, as one set."""
+    from qkcore.evidence.pieces import ModelSet
+
     members, absent = [], []
     for offer in offers:
         if offer.skip or getattr(offer.piece, "broken", ""):
@@ -254,6 +267,7 @@ def toy_set(options: EvidenceOptions) -> Offer:
 
 def toy_grid(options: EvidenceOptions) -> Offer:
     """``toy-<regime>:grid-n<seeds>``: the §10 grid, opt-in (``--toy-grid``)."""
+    from qkcore.evidence.pieces import ToyGridEvidence
     from qkcore.models.toy.grid import GRID_SEEDS
 
     seeds = options.toy_grid_seeds

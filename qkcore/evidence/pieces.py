@@ -1,11 +1,11 @@
 """Pieces of evidence: what a claim test receives, and what must be built before it can run.
 
-Every piece answers the :class:`Evidence` protocol - an id (``paper:gpt2``,
-``weights:smollm2-135m``, ``toy-cpu:rope-s1``, ``toy-cpu:all-models``, ...), its kind and regime -
-and gives what it can (``head_table()``, ``history()``, ``model()``, ``grid()``, ``tables()``).
-Each piece also lists its :class:`BuildTask` s: the slow, cached computations (a dequantized
-model and its table, a toy run, its table and history) that the preparation phase runs before
-the tests, so that tests only read caches.
+Every piece answers the :class:`~qkcore.evidence.tasks.Evidence` protocol - an id
+(``paper:gpt2``, ``weights:smollm2-135m``, ``toy-cpu:rope-s1``, ``toy-cpu:all-models``, ...),
+its kind and regime - and gives what it can (``head_table()``, ``history()``, ``model()``,
+``grid()``, ``tables()``). Each piece also lists its :class:`~qkcore.evidence.tasks.BuildTask` s:
+the slow, cached computations (a dequantized model and its table, a toy run, its table and
+history) that the preparation phase runs before the tests, so that tests only read caches.
 
 Loads are memoised per process: every test of one xdist worker shares one loaded model.
 
@@ -21,10 +21,8 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
@@ -32,14 +30,13 @@ from qkcore.analysis.headtable import TableSpec, forward_column
 from qkcore.errors import ForwardUnavailable, QKError
 from qkcore.evidence.paper_data import PaperData
 from qkcore.evidence.refs import ALL_MODELS, EvidenceRef
+from qkcore.evidence.tasks import BuildTask
 from qkcore.models import LoadedModel, load_model
 from qkcore.models.toy.model import ToyConfig
 
 __all__ = [
     "WEIGHTS_TABLE",
     "WEIGHTS_TABLE_WITH_SWEEPS",
-    "BuildTask",
-    "Evidence",
     "ModelSet",
     "PaperEvidence",
     "PaperEvidenceSet",
@@ -47,37 +44,6 @@ __all__ = [
     "ToyGridEvidence",
     "WeightsEvidence",
 ]
-
-
-@dataclass(frozen=True)
-class BuildTask:
-    """One cached computation a piece of evidence needs: ``fn(*args)`` fills the disk cache.
-
-    ``key`` identifies the work (two pieces needing the same run share one task); ``cost`` is the
-    expected seconds on 2 cores, used to start the largest first and to estimate the time left;
-    ``memory_gb`` the expected peak, so the preparation never runs two large builds at once
-    (on a cluster, the worker resource it asks for); ``device`` where it computes (a ``cuda``
-    build goes to a worker that has a GPU). ``fn`` and ``args`` must pickle: tasks run in a
-    process pool, or on a cluster's workers.
-    """
-
-    key: tuple
-    label: str
-    fn: Callable[..., Any]
-    args: tuple = ()
-    cost: float = 60.0
-    memory_gb: float = 1.0
-    device: str = "cpu"
-
-
-@runtime_checkable
-class Evidence(Protocol):
-    """What every piece of evidence says about itself: which it is, and what must be built."""
-
-    @property
-    def ref(self) -> EvidenceRef: ...
-
-    def build_tasks(self) -> list[BuildTask]: ...
 
 
 @dataclass(frozen=True)

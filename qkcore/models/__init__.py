@@ -13,8 +13,26 @@ pytest.
 - :mod:`~qkcore.models.toy`        - the toy transformer, its training, cache, grid and view
 """
 
-from qkcore.models.loaded import LoadedModel
-from qkcore.models.pretrained import load_model
-from qkcore.models.sources import PACKAGED, PAPER_MODELS, ModelSource, resolve_source
+from typing import TYPE_CHECKING
+
+from qkcore.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from qkcore.models.loaded import LoadedModel
+    from qkcore.models.pretrained import load_model
+    from qkcore.models.sources import PACKAGED, PAPER_MODELS, ModelSource, resolve_source
 
 __all__ = ["PACKAGED", "PAPER_MODELS", "LoadedModel", "ModelSource", "load_model", "resolve_source"]
+
+# Lazy: reading where a model comes from (``qkcore.models.sources``) must not load torch.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "LoadedModel": "qkcore.models.loaded",
+        "load_model": "qkcore.models.pretrained",
+        "PACKAGED": "qkcore.models.sources",
+        "PAPER_MODELS": "qkcore.models.sources",
+        "ModelSource": "qkcore.models.sources",
+        "resolve_source": "qkcore.models.sources",
+    },
+)

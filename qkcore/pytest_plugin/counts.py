@@ -26,9 +26,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import numpy as np
-from scipy import stats
-
 from qkcore.errors import QKError
 
 __all__ = [
@@ -94,6 +91,8 @@ def side_change_p(k1: int, n1: int, k2: int, n2: int) -> float:
         raise QKError(f"counts out of range: {k1} of {n1}, {k2} of {n2}")
     if n1 == 0 or n2 == 0 or k1 + k2 in (0, n1 + n2):
         return 1.0
+    from scipy import stats  # here, not at import: the plugin loads light
+
     table = [[k1, n1 - k1], [k2, n2 - k2]]
     p = float(stats.boschloo_exact(table, alternative="two-sided").pvalue)
     return min(max(p, 0.0), 1.0)
@@ -116,6 +115,9 @@ def size_of_change_test(n: int, alpha: float = ALPHA_CHANGE, grid: int = 401) ->
     times this bounds the expected number of false flags when every seed is drawn anew; a
     rerun of the same seeds on another machine moves far fewer seeds than a new draw.
     """
+    import numpy as np
+    from scipy import stats
+
     a = np.arange(n + 1)
     reject = np.array([[side_change_p(i, n, j, n) <= alpha / 2 for j in a] for i in a])
     worst = 0.0

@@ -19,19 +19,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from qkcore.errors import QKError
 from qkcore.evidence.kinds import EvidenceKind, EvidenceRequest, Offer
 from qkcore.evidence.options import EvidenceOptions, check_evidence_options
-from qkcore.evidence.paper_data import PaperData
 from qkcore.evidence.params import BUILTIN_KINDS
 from qkcore.evidence.params import paper_data as discover_paper_data
 from qkcore.evidence.refs import SCHEME_FAMILY, EvidenceRef
 from qkcore.pytest_plugin.checks import CheckError
 from qkcore.pytest_plugin.kinds import KindRegistry
+
+if TYPE_CHECKING:
+    from qkcore.evidence.paper_data import PaperData
 
 __all__ = [
     "add_kind_options",

@@ -102,8 +102,10 @@ def _mutation_summary(state: SessionState, results: list[ClaimResult]) -> Mutati
 
 def toy_regimes(config: pytest.Config, results: Iterable[ClaimResult]) -> dict[str, str]:
     """``{"toy-cpu": <how the regime departs from the paper>}`` when toys of it were judged."""
+    used = {r.ref.regime for r in results if r.ref is not None and r.ref.kind == "toy"}
+    if not used:  # reading a regime imports the toy model (torch): only where toys were judged
+        return {}
     from qkcore.models.toy.regimes import toy_regime
 
     regime = toy_regime(config.getoption("--toy-regime", default="cpu"))
-    used = {r.ref.regime for r in results if r.ref is not None and r.ref.kind == "toy"}
     return {regime.evidence_prefix: regime.describe()} if regime.name in used else {}

@@ -37,7 +37,7 @@ from qkcore.engine import BackgroundBuild, UnblockingOrder, is_built, prepare, s
 from qkcore.engine.choose import check_executor_spec, open_executor
 from qkcore.engine.executors import Executor
 from qkcore.errors import QKError
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 from qkcore.pytest_plugin.evidence import all_pieces
 from qkcore.pytest_plugin.needs import (
     build_name,

@@ -22,7 +22,8 @@ from qkcore.diskcache import DiskCache
 from qkcore.engine.choose import open_executor
 from qkcore.engine.prepare import prepare
 from qkcore.errors import QKError
-from qkcore.evidence.pieces import BuildTask, build_toy, build_weights_table
+from qkcore.evidence.pieces import build_toy, build_weights_table
+from qkcore.evidence.tasks import BuildTask
 from qkcore.models.toy.model import ToyConfig
 from qkcore.testing.builds import failing_build, needs_cluster_extra, sleep_build, slow_entry
 

@@ -21,6 +21,7 @@ REPO = ROOT.parent
 #: inside its own part.
 LAYERS = {
     "qkcore.errors": 0,
+    "qkcore.lazy": 0,  # PEP 562 lazy exports for package facades
     "qkcore.diskcache": 1,
     "qkcore.linalg": 1,
     "qkcore.stats": 1,

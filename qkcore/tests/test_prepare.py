@@ -10,7 +10,7 @@ import pytest
 
 from qkcore.diskcache import DiskCache
 from qkcore.engine.prepare import prepare
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 
 
 def record(folder: str, name: str, seconds: float = 0.0) -> None:

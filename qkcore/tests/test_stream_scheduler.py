@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qkcore.engine.order import UnblockingOrder
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 from qkcore.pytest_plugin.stream import StreamScheduling
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qkcore.evidence.kinds import EvidenceKind, Offer
-from qkcore.evidence.pieces import BuildTask
+from qkcore.evidence.tasks import BuildTask
 from qkcore.evidence.refs import EvidenceRef
 from qkcore.tests.test_prepare import record
 

@@ -1,0 +1,130 @@
+"""The plugin is light: every pytest run in an environment with qkcore installed loads it
+(``pytest11``), so loading it must cost no numerical package, and a suite of claims on its own
+evidence kind must run where torch is not installed at all.
+
+Each check runs in a fresh interpreter: this process has long since imported everything.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qkcore.tests.test_author import CATALOGUE, KIND_CLAIM, KIND_PLUGIN
+
+pytest_plugins = ["pytester"]
+
+#: What the plugin must not import until a claim is collected: the numerical stack, and every
+#: qkcore module that computes (the layers under the evidence's declarations).
+HEAVY = (
+    "torch",
+    "pandas",
+    "scipy",
+    "numpy",
+    "transformer_lens",
+    "qkcore.linalg",
+    "qkcore.models.loaded",
+    "qkcore.analysis",
+    "qkcore.evidence.pieces",
+)
+
+#: A ``-p`` plugin that makes the packages named in $QK_BLOCKED unimportable, as if they
+#: were not installed (it is loaded before the ``pytest11`` entry points).
+BLOCKER = """
+import os
+import sys
+
+
+class Blocked:
+    names = tuple(os.environ["QK_BLOCKED"].split(","))
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Blocked())
+"""
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The modules of HEAVY that ``code`` left in ``sys.modules``, in a fresh interpreter."""
+    listed = f"[m for m in {HEAVY!r} if m in sys.modules]"
+    probe = f"{code}\nimport json, sys\nprint(json.dumps({listed}))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_loading_the_plugin_imports_no_numerical_package():
+    assert _loaded_after("import qkcore.pytest_plugin") == []
+
+
+def test_the_package_facades_import_on_first_use():
+    """``import qkcore`` and its facades load nothing heavy; a name taken from one loads it."""
+    assert _loaded_after("import qkcore, qkcore.stats, qkcore.models") == []
+    assert "numpy" in _loaded_after("from qkcore import QKFactors")
+    assert "scipy" in _loaded_after("from qkcore.stats import spearman_exact")
+
+
+def test_a_suite_without_claims_pays_nothing_for_the_plugin(pytester: pytest.Pytester):
+    """An unrelated suite in the same environment: the plugin is loaded (its options are
+    there) and nothing heavy is imported by the end of the session."""
+    pytester.makeconftest(
+        f"""
+import json, sys
+
+def pytest_sessionfinish(session):
+    heavy = [m for m in {HEAVY!r} if m in sys.modules]
+    (session.config.rootpath / "heavy.json").write_text(json.dumps(heavy))
+"""
+    )
+    pytester.makepyfile(test_plain="def test_sum():\n    assert 1 + 1 == 2\n")
+    # jaxtyping (installed with transformer_lens) has a pytest plugin of its own that imports
+    # numpy: left out, so what is measured is ours
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:jaxtyping", "--claims-baseline", "none"
+    )
+    result.assert_outcomes(passed=1)
+    assert json.loads((pytester.path / "heavy.json").read_text()) == []
+
+
+def test_a_suite_with_its_own_kind_runs_without_the_numerical_stack(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """The numerical stack (torch, transformer_lens, scipy, pandas, numpy) blocked from
+    import: a claim on the suite's own evidence kind is collected, judged and reported."""
+    pytester.makepyfile(qk_blocker=BLOCKER)
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    monkeypatch.setenv("QK_BLOCKED", "torch,transformer_lens,scipy,pandas,numpy")
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makeconftest(KIND_PLUGIN)
+    pytester.makepyfile(test_const=KIND_CLAIM)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "qk_blocker",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:jaxtyping",  # its own plugin needs numpy
+        "--rootdir",
+        str(pytester.path),
+        "--claims-baseline",
+        "none",
+        "--claims-report-dir",
+        "rep",
+        "-m",
+        "rope",
+    )
+    result.assert_outcomes(passed=2)  # values 0.1 and 0.2, each < 0.5: supported
+    rows = json.loads(Path(pytester.path / "rep" / "claims.json").read_text())["results"]
+    assert {r["evidence"]: r["verdict"] for r in rows} == {
+        "const:c1": "supported",
+        "const:c2": "supported",
+    }
