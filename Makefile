@@ -70,8 +70,8 @@ mutations: install
 TOY_REGIME ?= paper
 DEVICE ?= cpu
 grid: install
-	@$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider --toy-grid \
-		--toy-regime "$(TOY_REGIME)" --device $(DEVICE) -k "grid" \
+	@$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider --claims-toy-grid \
+		--claims-toy-regime "$(TOY_REGIME)" --claims-device $(DEVICE) -k "grid" \
 		--claims-executor=$(EXECUTOR); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make grid: pytest collected no grid tests - the suite is broken"; exit 1; fi; \
 	exit $$rc

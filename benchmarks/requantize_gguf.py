@@ -5,7 +5,7 @@ tensors, norms and biases, stay F32 as llama.cpp keeps them); every metadata fie
 ``general.file_type`` set to match. The packaged SmolLM2 is mostly Q4_1::
 
     python benchmarks/requantize_gguf.py --type F16 -o /tmp/smollm2-f16.gguf
-    .venv/bin/pytest claims --model /tmp/smollm2-f16.gguf -k "smollm2-f16" ...
+    .venv/bin/pytest claims --claims-model /tmp/smollm2-f16.gguf -k "smollm2-f16" ...
     qk-claims-compare q4/claims.json f16/claims.json
 
 Usage: ``python benchmarks/requantize_gguf.py [SOURCE] --type F16 -o OUT``; SOURCE defaults to

@@ -7,7 +7,7 @@ runs (``TrainedRun.truncated``: bit for bit the early-stopped runs). Everything 
 ``cpu`` regime's (sequences of 128, batch 32, 100 warm-up steps, d_k = width / 4).
 
 For every rung the claim tests themselves judge the toys: ``pytest claims`` with
-``--toy-regime cpu:lr=..,d_model=..,d_head=..,stop_after_formation=..`` on the seed rows of
+``--claims-toy-regime cpu:lr=..,d_model=..,d_head=..,stop_after_formation=..`` on the seed rows of
 S4b, S5a/S5b (APE), S6a (RoPE), S6b (APE) and S9b-S9d; the script adds whether each run formed
 (and when) and whether it has the classic circuit (a layer-0 previous-token head and a layer-1
 induction head, scores >= 0.5 on ``[r, r]``). It prints one markdown table, seed verdicts per
@@ -80,7 +80,7 @@ def _judge(spec: str, seeds: int) -> dict[tuple[str, str], list[str]]:
         selection = " or ".join(f"toy-custom:{s}-s" for s in SCHEMES)
         command = [
             sys.executable, "-m", "pytest", *CLAIM_FILES, "-q", "-p", "no:randomly",
-            "-k", selection, "--toy-regime", spec, "--toy-seeds", str(seeds),
+            "-k", selection, "--claims-toy-regime", spec, "--claims-toy-seeds", str(seeds),
             "--claims-report-dir", out, "--claims-prepare-workers", "2",
         ]  # fmt: skip
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)

@@ -417,7 +417,7 @@ def test_phase_ablation_fully_disables_induction(evidence, claim):
     dInd_rope over the printed base loss, which the table does not carry), as in S8c; the same
     share from the paper's printed before/after (S8b) is shown beside it, not judged (S8c
     checks it against the paper's word as a consistency). Weights evidence
-    (``--weights-sweeps``): dInd_rope over the model's own base loss (table attrs, the same
+    (``--claims-weights-sweeps``): dInd_rope over the model's own base loss (table attrs, the same
     [BOS, r, r] task on 200 sequences; the sweep uses 50 others), chance ln of the sampled range.
 
     Premises: the model does induction at all: base induction loss < ln V.

@@ -5,13 +5,13 @@ Evidence, both as ``{arm: [GridRun]}`` (:mod:`qkcore.analysis.gridruns`):
 - ``paper:all-models``: the released grid (``trainB/``), discovered from file names. Main
   cells: free runs at lambda = 0, sym-M and Im(M_t)-suppressed runs at lambda = 10; other
   lambdas are side runs and are not pooled into the cells.
-- ``toy-<regime>:grid-n5``: the same five arms trained here in the ``--toy-regime``
-  (:mod:`qkcore.models.toy.regimes`; cap 6000 steps as the paper's), 5 seeds per arm; opt-in with
-  ``--toy-grid`` (``--toy-grid-seeds N`` for another n, recorded in the id). The cpu regime
-  leaves the constrained arms to paper scale (RoPE Im-sup and sym form in 0 of 5 seeds within
-  the cap there, APE sym in 3 of 5, which would turn every claim below into a statement about
-  censored runs), so in it this evidence is skipped with the measurement as its reason;
-  ``make grid`` runs the paper's regime.
+- ``toy-<regime>:grid-n5``: the same five arms trained here in the ``--claims-toy-regime``
+  (:mod:`qkcore.models.toy.regimes`; cap 6000 steps as the paper's), 5 seeds per arm; opt-in
+  with ``--claims-toy-grid`` (``--claims-toy-grid-seeds N`` for another n, recorded in the id).
+  The cpu regime leaves the constrained arms to paper scale (RoPE Im-sup and sym form in 0 of 5
+  seeds within the cap there, APE sym in 3 of 5, which would turn every claim below into a
+  statement about censored runs), so in it this evidence is skipped with the measurement as its
+  reason; ``make grid`` runs the paper's regime.
 
 Formation step: first eval with ce_pred below (ln 64 + 0.15)/2
 (:func:`qkcore.stats.formation.formation_step`). A run that never forms is censored at its cap:

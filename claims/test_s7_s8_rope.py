@@ -200,8 +200,8 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim):
     question to power. The pattern's chance under random assignment, 2/n (the paper's exact
     permutation p), is recorded beside: it is a constant of the design, not power against an
     effect (S8d judges the ranks' chance). An 8-head toy, where that chance would be 1/4, fails
-    the min_heads premise. A premise besides: ``--weights-sweeps`` ablates every head on all 50
-    sequences; a screened table (``dInd_rope_sequences``: every head on 4 sequences, the 10
+    the min_heads premise. A premise besides: ``--claims-weights-sweeps`` ablates every head on
+    all 50 sequences; a screened table (``dInd_rope_sequences``: every head on 4 sequences, the 10
     largest again on all 50 - an approximate mode no evidence uses) cannot bear on the claim: a
     4-sequence estimate's noise (~0.008) sits at the 0.01 cut."""
     table = evidence.head_table()

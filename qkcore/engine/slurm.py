@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--gpu",
         action="store_true",
-        help="one GPU per job, held by its one worker (for --device cuda)",
+        help="one GPU per job, held by its one worker (for --claims-device cuda)",
     )
     parser.add_argument("--scheduler-file", default=None, help="on storage the tests can read")
     parser.add_argument("--print-job-script", action="store_true")

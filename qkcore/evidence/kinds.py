@@ -24,19 +24,40 @@ from typing import Any
 from qkcore.errors import QKError
 from qkcore.evidence.refs import SCHEME_FAMILY, EvidenceRef
 
-__all__ = ["EvidenceKind", "EvidenceRequest", "Offer", "Option", "Tolerance"]
+__all__ = ["FLAG_PREFIX", "EvidenceKind", "EvidenceRequest", "Offer", "Option", "Tolerance"]
+
+
+#: Every flag of the plugin and of the kinds it serves starts with this, so none can collide
+#: with another plugin's or a conftest's (``--claims-paper-data``, ``--claims-toy-seeds``).
+FLAG_PREFIX = "--claims-"
 
 
 @dataclass(frozen=True)
 class Option:
-    """A command-line flag a kind owns: ``flag`` and its argparse keywords."""
+    """A command-line flag a kind owns: ``flag`` (``--claims-...``) and its argparse keywords.
+
+    ``dest`` is argparse's (``--claims-toy-seeds`` -> ``claims_toy_seeds``); ``name`` is the
+    key the kind reads it by in :class:`~qkcore.evidence.options.EvidenceOptions` (the dest
+    without ``claims_``: ``toy_seeds``, or ``options.extra["const_scale"]`` for a suite's kind).
+    """
 
     flag: str
     keywords: Mapping[str, Any]
 
+    def __post_init__(self) -> None:
+        if not self.flag.startswith(FLAG_PREFIX) or len(self.flag) == len(FLAG_PREFIX):
+            raise QKError(
+                f"evidence flag {self.flag!r} must start with {FLAG_PREFIX!r} so it cannot "
+                f"collide with another plugin's: name it {FLAG_PREFIX}{self.flag.lstrip('-')}"
+            )
+
     @property
     def dest(self) -> str:
         return str(self.keywords.get("dest", self.flag.lstrip("-").replace("-", "_")))
+
+    @property
+    def name(self) -> str:
+        return self.dest.removeprefix("claims_")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Each kind declares its own flags (:class:`qkcore.evidence.kinds.Option`, in
 :mod:`qkcore.evidence.params`); the validators here are their argparse ``type`` s, so a bad
 value is one usage error naming the fix. :func:`check_evidence_options` checks, once at startup,
-what no single value can: ``$QK_PAPER_DATA`` and every ``--model`` spec. No pytest here: the
+what no single value can: ``$QK_PAPER_DATA`` and every ``--claims-model`` spec. No pytest here: the
 claims plugin reads the flags into an :class:`EvidenceOptions`.
 """
 
@@ -98,8 +98,8 @@ def check_cache_root() -> None:
 
 def check_evidence_options(options: EvidenceOptions) -> None:
     """Resolve what cannot be checked per value: ``$QK_PAPER_DATA``, the cache folder, the toy
-    regime and every ``--model`` spec (its file opened far enough to know it is a model), once,
-    so a bad one is one error naming the flag, not one per test.
+    regime and every ``--claims-model`` spec (its file opened far enough to know it is a model),
+    once, so a bad one is one error naming the flag, not one per test.
 
     Only what was given is opened: reading a regime imports the toy model (torch), and a run
     that asked for nothing of the kind must not pay for it (the plugin loads light).
@@ -116,7 +116,7 @@ def check_evidence_options(options: EvidenceOptions) -> None:
         try:
             toy_regime(options.toy_regime)
         except QKError as exc:
-            raise QKError(f"--toy-regime: {exc}") from None
+            raise QKError(f"--claims-toy-regime: {exc}") from None
     check_cache_root()
     if options.models:
         from qkcore.models.schemes import probe_scheme
@@ -125,7 +125,7 @@ def check_evidence_options(options: EvidenceOptions) -> None:
         try:
             probe_scheme(resolve_source(spec))
         except QKError as exc:
-            raise QKError(f"--model {spec}: {exc}") from None
+            raise QKError(f"--claims-model {spec}: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ def resolve_paper_data(option: str | None = None) -> Path | None:
         return None
     path = Path(location).expanduser().resolve()
     if not path.is_dir():
-        source = "--paper-data" if option else f"${PAPER_DATA_ENV}"
+        source = "--claims-paper-data" if option else f"${PAPER_DATA_ENV}"
         raise QKError(
             f"paper data folder {path} (from {source}) does not exist. Point {source} at the "
             "folder holding <model>_head_full.parquet files (e.g. ../shared/paper-data)."

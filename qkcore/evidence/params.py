@@ -66,8 +66,8 @@ def paper_data(option: str | None) -> tuple[PaperData | None, str]:
         return None, str(exc)
     if root is None:
         return None, (
-            "paper data not given: pass --paper-data PATH or set QK_PAPER_DATA to the folder "
-            "of the released tables (make sets it to ../shared/paper-data; "
+            "paper data not given: pass --claims-paper-data PATH or set QK_PAPER_DATA to the "
+            "folder of the released tables (make sets it to ../shared/paper-data; "
             "python -m qkcore.evidence.fetch gets them)"
         )
     return _discover(root), ""
@@ -171,7 +171,7 @@ def _probe(spec: str) -> _Probed:
 
 def weights_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[Offer]:
     """Packaged models, the paper's seven (skipped with the fetch command when not cached) and
-    every ``--model``; filtered by the request's ``schemes``."""
+    every ``--claims-model``; filtered by the request's ``schemes``."""
     from qkcore.evidence.pieces import WeightsEvidence
     from qkcore.models.sources import PACKAGED, PAPER_MODELS
 
@@ -181,7 +181,7 @@ def weights_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[O
         probed = _probe(spec)
         if probed.unresolved:
             if spec in options.models:
-                raise QKError(f"--model {spec}: {probed.unresolved}")
+                raise QKError(f"--claims-model {spec}: {probed.unresolved}")
             ref = EvidenceRef("weights", spec, probed.scheme)
             piece = WeightsEvidence(
                 ref, spec, options.weights_sweeps, available=False, forward=options.model_forward
@@ -205,7 +205,7 @@ def weights_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[O
         elif swept and not options.weights_sweeps:
             skip = (
                 f"{ref.evidence_id}: {', '.join(swept)} needs the per-head ablation sweep - "
-                "pass --weights-sweeps (SmolLM2: ~26 min more cold)"
+                "pass --claims-weights-sweeps (SmolLM2: ~26 min more cold)"
             )
         piece = WeightsEvidence(
             ref,
@@ -221,8 +221,8 @@ def weights_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[O
 
 
 def toy_offers(options: EvidenceOptions, request: EvidenceRequest) -> list[Offer]:
-    """``toy-<regime>:<scheme>-s<seed>``: ``--toy-seeds`` free runs per scheme, trained here in
-    the ``--toy-regime``."""
+    """``toy-<regime>:<scheme>-s<seed>``: ``--claims-toy-seeds`` free runs per scheme, trained
+    here in the ``--claims-toy-regime``."""
     from qkcore.evidence.pieces import ToyEvidence
     from qkcore.models.toy.regimes import toy_regime
 
@@ -266,7 +266,7 @@ def toy_set(options: EvidenceOptions) -> Offer:
 
 
 def toy_grid(options: EvidenceOptions) -> Offer:
-    """``toy-<regime>:grid-n<seeds>``: the §10 grid, opt-in (``--toy-grid``)."""
+    """``toy-<regime>:grid-n<seeds>``: the §10 grid, opt-in (``--claims-toy-grid``)."""
     from qkcore.evidence.pieces import ToyGridEvidence
     from qkcore.models.toy.grid import GRID_SEEDS
 
@@ -274,13 +274,13 @@ def toy_grid(options: EvidenceOptions) -> Offer:
     wanted = options.toy_grid or seeds is not None
     seeds = GRID_SEEDS if seeds is None else seeds
     if seeds < 2:
-        raise QKError(f"--toy-grid-seeds must be >= 2 (rank tests); got {seeds}.")
+        raise QKError(f"--claims-toy-grid-seeds must be >= 2 (rank tests); got {seeds}.")
     evidence = ToyGridEvidence(seeds, options.device, wanted=wanted, regime_spec=options.toy_regime)
     skip = ""
     if not wanted:
         skip = (
-            "the toy grid is opt-in: pass --toy-grid (5 arms x 5 seeds, trained in the "
-            "--toy-regime and cached) or --toy-grid-seeds N"
+            "the toy grid is opt-in: pass --claims-toy-grid (5 arms x 5 seeds, trained in the "
+            "--claims-toy-regime and cached) or --claims-toy-grid-seeds N"
         )
     elif evidence.left_out:
         why = "; ".join(f"{arm} {reason}" for arm, reason in evidence.left_out.items())
@@ -288,7 +288,8 @@ def toy_grid(options: EvidenceOptions) -> Offer:
             f"{evidence.regime}: the §10 grid is paper-scale only in this regime, where its "
             f"constrained arms do not form as the paper's all did - {why} (measured: "
             f"{evidence.left_out_measured_by}). Every grid claim reads one of them, so nothing is "
-            "trained: run --toy-grid --toy-regime paper (add --device cuda on a GPU)"
+            "trained: run --claims-toy-grid --claims-toy-regime paper (add --claims-device cuda "
+            "on a GPU)"
         )
     return Offer(evidence.ref, evidence, skip=skip, families=())
 
@@ -300,7 +301,7 @@ PAPER = EvidenceKind(
     sets={"paper": paper_set},
     options=(
         Option(
-            "--paper-data",
+            "--claims-paper-data",
             dict(
                 default=None,
                 type=folder,
@@ -324,10 +325,10 @@ WEIGHTS = EvidenceKind(
     sets={"weights": weights_set},
     options=(
         Option(
-            "--model",
+            "--claims-model",
             dict(
                 action="append",
-                dest="models",
+                dest="claims_models",
                 default=[],
                 metavar="SPEC",
                 help="add a model (hub name, local folder or .gguf path; repeatable) to every "
@@ -335,7 +336,7 @@ WEIGHTS = EvidenceKind(
             ),
         ),
         Option(
-            "--model-forward",
+            "--claims-model-forward",
             dict(
                 default="auto",
                 choices=("auto", "transformer-lens", "transformers-hooks", "none"),
@@ -345,7 +346,7 @@ WEIGHTS = EvidenceKind(
             ),
         ),
         Option(
-            "--weights-sweeps",
+            "--claims-weights-sweeps",
             dict(
                 action="store_true",
                 help="give pretrained per-head tables the exact per-head ablation sweep (every "
@@ -370,7 +371,7 @@ TOY = EvidenceKind(
     sets={"toy": toy_set, "toy-grid": toy_grid},
     options=(
         Option(
-            "--toy-regime",
+            "--claims-toy-regime",
             dict(
                 default="cpu",
                 metavar="SPEC",
@@ -381,7 +382,7 @@ TOY = EvidenceKind(
             ),
         ),
         Option(
-            "--toy-seeds",
+            "--claims-toy-seeds",
             dict(
                 type=positive_int,
                 default=8,
@@ -390,26 +391,27 @@ TOY = EvidenceKind(
             ),
         ),
         Option(
-            "--toy-grid",
+            "--claims-toy-grid",
             dict(
                 action="store_true",
                 help="train (or read from the cache) the §10 grid on toys: 5 arms x 5 seeds "
                 "(toy-<regime>:grid-n5 evidence), off by default; the cpu regime leaves its "
-                "constrained arms to paper scale, so use it with --toy-regime paper (~9 h on 2 "
-                "CPU cores; --device cuda on a GPU)",
+                "constrained arms to paper scale, so use it with --claims-toy-regime paper (~9 h "
+                "on 2 CPU cores; --claims-device cuda on a GPU)",
             ),
         ),
         Option(
-            "--toy-grid-seeds",
+            "--claims-toy-grid-seeds",
             dict(
                 type=grid_seeds,
                 default=None,
                 metavar="N",
-                help="seeds per arm of the toy grid (implies --toy-grid); default 5, the paper's n",
+                help="seeds per arm of the toy grid (implies --claims-toy-grid); default 5, the "
+                "paper's n",
             ),
         ),
         Option(
-            "--device",
+            "--claims-device",
             dict(
                 default="cpu",
                 type=torch_device,

@@ -114,8 +114,8 @@ def _paper_grid(data: PaperData) -> dict:
     return paper_grid(data)
 
 
-#: Pretrained tables without the ablation sweep by default; with ``--weights-sweeps`` they carry
-#: the full exact sweep: every head on all 50 sequences (SmolLM2: ~26 min on 2 cores with the
+#: Pretrained tables without the ablation sweep by default; with ``--claims-weights-sweeps`` they
+#: carry the full exact sweep: every head on all 50 sequences (SmolLM2: ~26 min on 2 cores with the
 #: suffix engine - ``python benchmarks/bench_sweep.py``; too long for the default run). No
 #: screen: a 4-sequence estimate's noise sits at S8b's 0.01 cut.
 WEIGHTS_TABLE = TableSpec()
@@ -128,7 +128,7 @@ class WeightsEvidence:
 
     ref: EvidenceRef
     spec: str
-    sweeps: bool = False  # --weights-sweeps: the table carries the per-head ablation sweep
+    sweeps: bool = False  # --claims-weights-sweeps: the table carries the per-head ablation sweep
     broken: str = ""  # why the weights cannot be read: only this evidence's tests error
     available: bool = True  # False: skipped (not on this machine); nothing to build
     forward: str = "auto"  # the forward door asked for (load_model's ``forward``)
@@ -326,7 +326,8 @@ class ModelSet:
 
 @dataclass(frozen=True)
 class ToyGridEvidence:
-    """The §10 grid trained here (``--toy-grid``) in the ``--toy-regime``, ``seeds`` per arm."""
+    """The §10 grid trained here (``--claims-toy-grid``) in the ``--claims-toy-regime``,
+    ``seeds`` per arm."""
 
     seeds: int
     device: str = "cpu"

@@ -304,7 +304,7 @@ def dequantized_folder(path: Path) -> tuple[Path, str]:
         except (ValueError, NotImplementedError, KeyError) as exc:
             raise QKError(
                 f"{path.name}: transformers cannot read this GGUF ({type(exc).__name__}: "
-                f"{str(exc)[:160]}). Point --model at the model's Hugging Face folder "
+                f"{str(exc)[:160]}). Point --claims-model at the model's Hugging Face folder "
                 "(config.json and safetensors) instead; qkcore reads every family in "
                 "qkcore.models.architectures from there."
             ) from None

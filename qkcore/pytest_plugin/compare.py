@@ -7,8 +7,8 @@ under two library versions, and compare the two ``claims.json``::
     qk-claims-compare a/claims.json b/claims.json --pair weights:model-q4=weights:model-f16
 
 Rows are matched by test and evidence; ``--pair OLD=NEW`` matches evidence that is named
-differently in the two runs (``--model A`` against ``--model B``), and when each run has
-exactly one ``weights:`` model the other lacks, the two are paired without being told. The
+differently in the two runs (``--claims-model A`` against ``--claims-model B``), and when each
+run has exactly one ``weights:`` model the other lacks, the two are paired without being told. The
 rules are the baseline's (:mod:`~qkcore.pytest_plugin.drift`). Summary first; the text stays
 under :data:`COMPARISON_LIMIT` characters.
 """

@@ -102,7 +102,7 @@ def _read_options(config: pytest.Config, registry: KindRegistry) -> EvidenceOpti
     for kind in registry:
         for option in kind.options:
             try:
-                values[option.dest] = config.getoption(option.dest)
+                values[option.name] = config.getoption(option.dest)
             except ValueError:  # a suite's kind whose flags its plugin did not add
                 raise pytest.UsageError(
                     f"evidence kind {kind.name!r} declares {option.flag}, but no plugin added it: "

@@ -107,5 +107,5 @@ def toy_regimes(config: pytest.Config, results: Iterable[ClaimResult]) -> dict[s
         return {}
     from qkcore.models.toy.regimes import toy_regime
 
-    regime = toy_regime(config.getoption("--toy-regime", default="cpu"))
+    regime = toy_regime(config.getoption("--claims-toy-regime", default="cpu"))
     return {regime.evidence_prefix: regime.describe()} if regime.name in used else {}

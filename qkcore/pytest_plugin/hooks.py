@@ -113,8 +113,8 @@ _FAMILIES = ("ape", "alibi", "rope")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--only-scheme rope``: the rows whose evidence carries RoPE and no other scheme."""
-    family = config.getoption("--only-scheme", None)
+    """``--claims-only-scheme rope``: the rows whose evidence carries RoPE and no other scheme."""
+    family = config.getoption("--claims-only-scheme", None)
     if family is None:
         return
     keep: list[pytest.Item] = []

@@ -41,7 +41,7 @@ def add_claims_options(parser: pytest.Parser) -> None:
         "it needs when it first runs, silently. 'on' is 'stream'",
     )
     group.addoption(
-        "--only-scheme",
+        "--claims-only-scheme",
         choices=("ape", "alibi", "rope"),
         default=None,
         help="keep only rows whose evidence is all of this positional scheme: unlike -m rope, "

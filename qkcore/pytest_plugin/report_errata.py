@@ -32,7 +32,7 @@ def reproduce_command(erratum: dict[str, Any]) -> str:
     tables given, as ``make`` gives them)."""
     command = f"pytest {shlex.quote(str(erratum['nodeid']))} -p no:cacheprovider"
     if str(erratum.get("evidence", "")).startswith("paper:"):
-        command += " --paper-data ../shared/paper-data"
+        command += " --claims-paper-data ../shared/paper-data"
     return command
 
 

@@ -57,7 +57,7 @@ def phase_verdict(
     assertion = call.excinfo is not None and call.excinfo.errisinstance(AssertionError)
     if report.failed and call.excinfo is not None and call.excinfo.errisinstance(QKError):
         # bad input: its message names the problem and the fix; a traceback through the claim
-        # test's docstring would bury it (one bad --model used to print ~650 lines)
+        # test's docstring would bury it (one bad --claims-model used to print ~650 lines)
         report.longrepr = f"error: {call.excinfo.value}"
         return "error", _short_error(call)
     if report.failed and not assertion:

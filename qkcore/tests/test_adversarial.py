@@ -107,7 +107,7 @@ def test_a_malformed_baseline_row_is_one_usage_error_at_start(pytester, tables, 
     pytester.makepyfile(test_x1=CLAIM)
     path = _baseline(pytester, row)
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--paper-data", str(tables), "--claims-baseline", str(path)
+        "-p", "no:cacheprovider", "--claims-paper-data", str(tables), "--claims-baseline", str(path)
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "paper:gpt2] is malformed (" in result.stderr.str()
@@ -178,7 +178,7 @@ def test_a_bad_report_given_to_claims_compare_is_a_usage_error(pytester, tables,
     pytester.makepyfile(test_x1=CLAIM)
     bad = _claims_json(tmp_path / "bad.json", {"schema": "qk-claims/2", "results": [{"x": 1}]})
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--paper-data", str(tables), "--claims-compare", str(bad)
+        "-p", "no:cacheprovider", "--claims-paper-data", str(tables), "--claims-compare", str(bad)
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
@@ -228,7 +228,7 @@ def test_a_backtick_in_an_id_cannot_close_its_code_span(tmp_path):
 
 
 def test_a_weights_file_names_its_model_folder(tmp_path):
-    """#44.6: --model DIR/model.safetensors said the path 'does not exist'."""
+    """#44.6: --claims-model DIR/model.safetensors said the path 'does not exist'."""
     from qkcore.models.sources import resolve_source
 
     folder = tmp_path / "my-model"
@@ -261,20 +261,26 @@ def _run(pytester: pytest.Pytester, tables: Path, *args: str, **env: str) -> pyt
     for key, value in env.items():
         pytester._monkeypatch.setenv(key, value)
     return pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--paper-data", str(tables), "--claims-baseline", "none", *args
+        "-p",
+        "no:cacheprovider",
+        "--claims-paper-data",
+        str(tables),
+        "--claims-baseline",
+        "none",
+        *args,
     )
 
 
 def test_a_damaged_model_file_is_one_usage_error(pytester, tables, tmp_path):
-    """#44.5: a --model file that is not a model failed 9-13 rows with their docstrings
+    """#44.5: a --claims-model file that is not a model failed 9-13 rows with their docstrings
     (~650 lines). Now: one error before collection."""
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"\\x00" * 256)
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x1=CLAIM)
-    result = _run(pytester, tables, "--model", str(bad))
+    result = _run(pytester, tables, "--claims-model", str(bad))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: --model {bad}: *is not a readable GGUF file*"])
+    result.stderr.fnmatch_lines([f"ERROR: --claims-model {bad}: *is not a readable GGUF file*"])
     assert len((result.stdout.str() + result.stderr.str()).splitlines()) < 10
 
 
@@ -345,7 +351,7 @@ def test_an_unwritable_baseline_is_refused_before_the_run(pytester, tables, tmp_
     result = pytester.runpytest_subprocess(
         "-p",
         "no:cacheprovider",
-        "--paper-data",
+        "--claims-paper-data",
         str(tables),
         "--claims-update-baseline",
         "--claims-baseline",
@@ -366,7 +372,7 @@ def test_an_interrupted_baseline_update_leaves_the_baseline_as_it_was(pytester, 
     result = pytester.runpytest_subprocess(
         "-p",
         "no:cacheprovider",
-        "--paper-data",
+        "--claims-paper-data",
         str(tables),
         "--claims-update-baseline",
         "--claims-baseline",

@@ -210,13 +210,13 @@ def _claims_on_tiny_models(tmp_path: Path, args: list[str]) -> list[dict]:
 
 
 def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
-    """``pytest claims --model PATH`` for a model of every family in the table, as a folder
+    """``pytest claims --claims-model PATH`` for a model of every family in the table, as a folder
     and, for every family llama.cpp writes as GGUF, as a ``.gguf``: each weights claim is
     judged (or skipped with a reason) - no row ends in ``error``."""
     args = []
     for family in FAMILIES:
         args += [
-            "--model",
+            "--claims-model",
             str(
                 save_tiny_model(family, tmp_path / "models").rename(
                     tmp_path / "models" / f"tiny-{family}"
@@ -225,7 +225,7 @@ def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
         ]
     for family in GGUF_FAMILIES:
         path = save_tiny_gguf(family, tmp_path / "gguf")
-        args += ["--model", str(path.rename(path.with_name(f"tiny-gguf-{family}.gguf")))]
+        args += ["--claims-model", str(path.rename(path.with_name(f"tiny-gguf-{family}.gguf")))]
     results = _claims_on_tiny_models(tmp_path, args)
     judged = {r["evidence"] for r in results if r["verdict"] != "skipped"}
     assert judged == {f"weights:tiny-{family}" for family in FAMILIES} | {
@@ -236,13 +236,20 @@ def test_claims_run_on_every_family_without_an_error_row(tmp_path: Path):
 
 
 def test_spectral_claims_run_with_the_forward_door_closed(tmp_path: Path):
-    """``--model-forward none`` opens the weights door only: the claims that read weight
+    """``--claims-model-forward none`` opens the weights door only: the claims that read weight
     columns alone are judged, those needing a forward pass skip with the reason, none errors
     (a folder and a GGUF read by qkcore's own GGUF reader)."""
     folder = save_tiny_model("llama", tmp_path / "models").rename(tmp_path / "tiny-llama")
     gguf_path = save_tiny_gguf("bert", tmp_path / "gguf")
     gguf_path = gguf_path.rename(gguf_path.with_name("tiny-gguf-bert.gguf"))
-    args = ["--model", str(folder), "--model", str(gguf_path), "--model-forward", "none"]
+    args = [
+        "--claims-model",
+        str(folder),
+        "--claims-model",
+        str(gguf_path),
+        "--claims-model-forward",
+        "none",
+    ]
     results = _claims_on_tiny_models(tmp_path, args)
     verdict = {r["nodeid"].split("::")[-1]: (r["verdict"], r["reason"]) for r in results}
     for model in ("tiny-llama", "tiny-gguf-bert"):

@@ -68,7 +68,7 @@ def run_suite(
         "no:cacheprovider",
         "--rootdir",
         str(pytester.path),
-        "--paper-data",
+        "--claims-paper-data",
         str(tables),
         "--claims-baseline",
         "none",
@@ -136,7 +136,14 @@ def test_a_claims_id_selects_its_tests(pytester, tables):
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x1=CLAIM, test_other="def test_unrelated():\n    pass\n")
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--paper-data", str(tables), "--collect-only", "-q", "-k", "x1"
+        "-p",
+        "no:cacheprovider",
+        "--claims-paper-data",
+        str(tables),
+        "--collect-only",
+        "-q",
+        "-k",
+        "x1",
     )
     result.stdout.fnmatch_lines(["*2/3 tests collected (1 deselected)*"])
 
@@ -182,7 +189,7 @@ def offers(options, request):
 
 CONST = EvidenceKind(
     "const", "constants", offers,
-    options=(Option("--const-scale", {"type": float, "default": 0.1}),),
+    options=(Option("--claims-const-scale", {"type": float, "default": 0.1}),),
     id_format="const:c<i>",
 )
 
@@ -209,7 +216,7 @@ def test_a_suite_adds_an_evidence_kind_with_its_flag_marker_and_report_column(py
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makeconftest(KIND_PLUGIN)
     pytester.makepyfile(test_const=KIND_CLAIM)
-    result, rows = run_suite(pytester, tables, "--const-scale", "0.3", "-m", "rope")
+    result, rows = run_suite(pytester, tables, "--claims-const-scale", "0.3", "-m", "rope")
     result.assert_outcomes(passed=1, failed=1)  # 0.3 < 0.5 supported, 0.6 refuted
     assert rows["const:c1"]["verdict"] == "supported"
     assert rows["const:c2"]["verdict"] == "refuted"

@@ -1,6 +1,7 @@
-"""The plugin is light: every pytest run in an environment with qkcore installed loads it
-(``pytest11``), so loading it must cost no numerical package, and a suite of claims on its own
-evidence kind must run where torch is not installed at all.
+"""The plugin is light and general: every pytest run in an environment with qkcore installed
+loads it (``pytest11``), so loading it must cost no numerical package, its flags must not
+collide with anyone's, and a suite of claims on its own evidence kind must run where torch is
+not installed at all.
 
 Each check runs in a fresh interpreter: this process has long since imported everything.
 """
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from qkcore.errors import QKError
+from qkcore.evidence.kinds import FLAG_PREFIX, Option
 from qkcore.tests.test_author import CATALOGUE, KIND_CLAIM, KIND_PLUGIN
 
 pytest_plugins = ["pytester"]
@@ -128,3 +131,31 @@ def test_a_suite_with_its_own_kind_runs_without_the_numerical_stack(
         "const:c1": "supported",
         "const:c2": "supported",
     }
+
+
+def test_every_flag_of_the_plugin_is_prefixed():
+    """``pytest --help``: every flag of the plugin's two groups starts with ``--claims-``, so
+    none can collide with another plugin's or a conftest's."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    groups = ("claims report and verdict baseline:", "evidence sources of the claims suite:")
+    flags, inside = [], False
+    for line in done.stdout.splitlines():
+        if line.strip() in groups:
+            inside = True
+        elif inside and line and not line.startswith(" "):
+            inside = False  # the next group's heading
+        elif inside and line.lstrip().startswith("--"):
+            flags.append(line.split()[0].rstrip(","))
+    assert len(flags) >= 20  # both groups were read
+    assert [f for f in flags if not f.startswith(FLAG_PREFIX)] == []
+
+
+def test_a_kind_flag_without_the_prefix_is_refused_with_the_name_to_use():
+    with pytest.raises(QKError, match=r"must start with '--claims-'.*--claims-const-scale"):
+        Option("--const-scale", {"type": float})

@@ -48,7 +48,7 @@ def test_a_narrow_checkpoint_series_gives_no_error_row(tmp_path: Path):
             "paper",
             "-k",
             "natural_history or s9_window or signature_appears",
-            "--paper-data",
+            "--claims-paper-data",
             str(data),
             "--claims-report-dir",
             str(report),

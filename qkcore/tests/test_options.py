@@ -36,14 +36,18 @@ def pytest_run(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
-        (("--toy-seeds", "0"), None, "0 seeds would remove the evidence"),
-        (("--toy-seeds", "-1"), None, "-1 seeds would remove the evidence"),
-        (("--toy-grid-seeds", "0"), None, "0 seeds would remove the evidence"),
-        (("--toy-grid-seeds", "1"), None, "1 seed per arm leaves the grid's rank tests"),
-        (("--device", "nonsense"), None, "'nonsense' is not a torch device"),
-        (("--paper-data", "/no/such/folder"), None, "/no/such/folder is not a folder"),
+        (("--claims-toy-seeds", "0"), None, "0 seeds would remove the evidence"),
+        (("--claims-toy-seeds", "-1"), None, "-1 seeds would remove the evidence"),
+        (("--claims-toy-grid-seeds", "0"), None, "0 seeds would remove the evidence"),
+        (("--claims-toy-grid-seeds", "1"), None, "1 seed per arm leaves the grid's rank tests"),
+        (("--claims-device", "nonsense"), None, "'nonsense' is not a torch device"),
+        (("--claims-paper-data", "/no/such/folder"), None, "/no/such/folder is not a folder"),
         ((), {"QK_PAPER_DATA": "/no/such/folder"}, "QK_PAPER_DATA=/no/such/folder is not a folder"),
-        (("--model", "/no/such/model.gguf"), None, "--model /no/such/model.gguf: GGUF file"),
+        (
+            ("--claims-model", "/no/such/model.gguf"),
+            None,
+            "--claims-model /no/such/model.gguf: GGUF file",
+        ),
     ],
 )
 def test_bad_option_is_one_usage_error(args, env, message):
@@ -78,7 +82,7 @@ def test_a_models_scheme_comes_from_its_weights_not_its_name(tmp_path: Path):
 
     copy = tmp_path / "mymodel.gguf"
     copy.symlink_to(packaged_path("smollm2-135m"))
-    ids = _collected("--model", str(copy), "-k", "weights:mymodel")
+    ids = _collected("--claims-model", str(copy), "-k", "weights:mymodel")
     assert any("test_rope_prev_heads_are_rotational[weights:mymodel]" in i for i in ids)
     assert not any("test_absolute_and_alibi" in i for i in ids)
 
@@ -93,7 +97,7 @@ def test_an_empty_gguf_is_one_usage_error_before_any_test(tmp_path: Path):
         "0",
         "--claims-baseline=none",
         f"--claims-report-dir={tmp_path / 'report'}",
-        "--model",
+        "--claims-model",
         str(empty),
         "-k",
         "test_partial_association and weights:x",
@@ -126,13 +130,13 @@ def test_a_damaged_released_table_errors_only_in_its_own_rows(tmp_path: Path):
     truncated.write_bytes(truncated.read_bytes()[:1000])
     columnless = data / "gpt-neo-1.3b_head_full.parquet"
     pd.read_parquet(columnless).drop(columns=["prev"]).to_parquet(columnless)
-    assert _collected("--paper-data", str(data), "-k", "toy and s3")
+    assert _collected("--claims-paper-data", str(data), "-k", "toy and s3")
     result = claims_run(
         "-n",
         "0",
         "--claims-baseline=none",
         f"--claims-report-dir={tmp_path / 'report'}",
-        "--paper-data",
+        "--claims-paper-data",
         str(data),
         "-k",
         "test_absolute_and_alibi and paper",
@@ -166,6 +170,6 @@ def test_the_repository_results_folder_as_published_collects(tmp_path: Path):
         )
     (published / "gpt2_head_full_v2.parquet").write_bytes(b"a later release's file")
     (published / "trainB" / "rope_new_arm.parquet").write_bytes(b"")
-    result = pytest_run("--paper-data", str(published))
+    result = pytest_run("--claims-paper-data", str(published))
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert "[paper:pythia-160m]" in result.stdout

@@ -800,7 +800,7 @@ def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogu
     text = render_errata(found, created="2026-12-01")
     slips = text[text.index("## The paper's slips") : text.index("## Press mismatches")]
     assert "S6a (qk_spectral.tex:284)" in slips and "P1" not in slips and "F2" not in slips
-    assert "--paper-data ../shared/paper-data" in slips  # the command that reproduces it
+    assert "--claims-paper-data ../shared/paper-data" in slips  # the command that reproduces it
     assert text.index("P1") > text.index("## Press mismatches")
     assert text.index("| F2 |") > text.index("## Not errata")
 

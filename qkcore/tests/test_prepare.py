@@ -131,7 +131,7 @@ def test_a_grid_arm_left_to_paper_scale_skips_the_grid_and_trains_nothing():
     assert cpu.build_tasks() == []
     (reason,) = skips
     assert reason.startswith("toy-cpu: the §10 grid is paper-scale only")
-    assert "rope-imag formed in 0 of 5 seeds" in reason and "--toy-regime paper" in reason
+    assert "rope-imag formed in 0 of 5 seeds" in reason and "--claims-toy-regime paper" in reason
     # the paper's regime and an unmeasured changed regime train every arm of the grid
     for regime in ("paper", "cpu:lr=0.003"):
         grid, skips = grid_param(toy_grid=True, toy_regime=regime)

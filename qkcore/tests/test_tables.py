@@ -98,7 +98,7 @@ def test_resolve_paper_data(monkeypatch, data_dir: Path, tmp_path: Path):
     assert resolve_paper_data(None) is None
     monkeypatch.setenv("QK_PAPER_DATA", str(data_dir))
     assert resolve_paper_data(None) == data_dir.resolve()
-    with pytest.raises(QKError, match=r"from --paper-data\) does not exist"):
+    with pytest.raises(QKError, match=r"from --claims-paper-data\) does not exist"):
         resolve_paper_data(str(tmp_path / "nowhere"))
 
 

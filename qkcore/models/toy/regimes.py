@@ -11,7 +11,7 @@ A regime fixes everything about a run except its scheme, constraint and seed. Tw
 A regime may leave arms of the §10 grid to the paper's scale: those it was measured not to
 form within the paper's 6000-step cap (``grid_left_out``, each with the measurement). A grid
 missing an arm is not the paper's grid - every grid claim reads a constrained arm - so in
-such a regime the ``--toy-grid`` evidence is skipped with the measurement as its reason, and
+such a regime the ``--claims-toy-grid`` evidence is skipped with the measurement as its reason, and
 nothing is trained for it. A changed (``custom``) regime is unmeasured and leaves nothing out.
 
 A spec string names a regime and may change fields of it: ``"cpu"``, ``"paper"``,
