@@ -27,6 +27,7 @@ __all__ = [
     "mann_whitney_permutation",
     "ols_residuals",
     "partial_spearman",
+    "partial_spearman_rho",
     "percentile_rank",
     "rank_biserial",
     "spearman_exact",
@@ -150,8 +151,9 @@ class PartialSpearman:
     n: int
 
 
-def partial_spearman(x: np.ndarray, y: np.ndarray, controls: np.ndarray) -> PartialSpearman:
-    """Spearman correlation of the OLS residuals (with intercept) of x and y on the controls."""
+def _complete_rows(
+    x: np.ndarray, y: np.ndarray, controls: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     controls = np.asarray(controls, dtype=float).reshape(x.size, -1)
@@ -159,10 +161,24 @@ def partial_spearman(x: np.ndarray, y: np.ndarray, controls: np.ndarray) -> Part
         raise QKError(f"x {x.shape} and y {y.shape} must be equal-length 1-D arrays.")
     finite = np.isfinite(x) & np.isfinite(y) & np.isfinite(controls).all(axis=1)
     x, y, controls = x[finite], y[finite], controls[finite]
+    if x.size - 2 - controls.shape[1] < 1:
+        raise QKError(
+            f"partial_spearman needs more than {2 + controls.shape[1]} complete rows; got {x.size}."
+        )
+    return x, y, controls
+
+
+def partial_spearman_rho(x: np.ndarray, y: np.ndarray, controls: np.ndarray) -> float:
+    """The rho of :func:`partial_spearman` alone (a bootstrap replicate needs no p)."""
+    x, y, controls = _complete_rows(x, y, controls)
+    return float(scipy.stats.spearmanr(ols_residuals(x, controls), ols_residuals(y, controls))[0])
+
+
+def partial_spearman(x: np.ndarray, y: np.ndarray, controls: np.ndarray) -> PartialSpearman:
+    """Spearman correlation of the OLS residuals (with intercept) of x and y on the controls."""
+    x, y, controls = _complete_rows(x, y, controls)
     n, c = x.size, controls.shape[1]
-    if n - 2 - c < 1:
-        raise QKError(f"partial_spearman needs more than {2 + c} complete rows; got {n}.")
-    rho = float(scipy.stats.spearmanr(ols_residuals(x, controls), ols_residuals(y, controls))[0])
+    rho = partial_spearman_rho(x, y, controls)
     dof = n - 2 - c
     t = rho * np.sqrt(dof / max(1e-300, 1.0 - rho**2))
     return PartialSpearman(rho=rho, p=float(2 * scipy.stats.t.sf(abs(t), dof)), n=n)
@@ -193,6 +209,11 @@ def layer_clustered_bootstrap_ci(
         chosen = rng.integers(0, labels.size, labels.size)
         reps[b] = statistic(np.concatenate([members[i] for i in chosen]))
     reps = reps[np.isfinite(reps)]
+    if reps.size == 0:
+        raise QKError(
+            f"no bootstrap replicate of the {labels.size} clusters could be computed (each "
+            "resample had too few complete rows): the table is too small for this CI."
+        )
     alpha = (1 - level) / 2
     lo, hi = np.quantile(reps, [alpha, 1 - alpha])
     return float(lo), float(hi)

@@ -21,6 +21,7 @@ from qkcore.stats.inference import (
     PartialSpearman,
     layer_clustered_bootstrap_ci,
     partial_spearman,
+    partial_spearman_rho,
     percentile_rank,
 )
 from qkcore.stats.printed import reproduces
@@ -86,11 +87,14 @@ def partial_rho_ci(
     seed: int = 0,
 ) -> tuple[float, float]:
     """Layer-clustered bootstrap CI of :func:`partial_rho` (whole layers resampled)."""
+    # the columns once, each replicate a row index into them: the same numbers as slicing the
+    # table per replicate, at half the cost (2000 replicates per model)
+    xs, ys = _column(table, x).to_numpy(), _column(table, y).to_numpy()
+    cs = np.column_stack([_column(table, c).to_numpy() for c in controls])
 
     def statistic(rows: np.ndarray) -> float:
-        sample = table.iloc[rows]
         try:
-            return partial_rho(sample, x, y, controls).rho
+            return partial_spearman_rho(xs[rows], ys[rows], cs[rows])
         except QKError:
             return float("nan")
 

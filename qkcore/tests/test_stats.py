@@ -291,3 +291,51 @@ def test_power_helpers_reject_bad_input():
         spearman_power(0.5, 8, 0.05, sides=3)
     with pytest.raises(QKError, match="superiority"):
         mann_whitney_power(0.3, 5, 5, 0.05)
+
+
+# a resample of a few rounded values can be constant: its rho is NaN, dropped as in the CI
+@pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(2, 8),
+    st.integers(2, 6),
+    st.integers(0, 2**16),
+    st.booleans(),
+)
+def test_partial_rho_ci_is_the_table_sliced_per_replicate(layers, per_layer, seed, gaps):
+    """The CI reads each column once and indexes it per replicate: the same replicates, bit
+    for bit, as slicing the table and recomputing the partial each time (ties, NaN rows and
+    replicates too small to compute included)."""
+    import pandas as pd
+
+    from qkcore.stats.inference import layer_clustered_bootstrap_ci
+    from qkcore.stats.population import partial_rho, partial_rho_ci
+
+    rng = np.random.default_rng(seed)
+    n = layers * per_layer
+    table = pd.DataFrame(
+        {
+            "layer": np.repeat(np.arange(layers), per_layer),
+            "a": np.round(rng.random(n), 1),  # ties
+            "b": rng.random(n),
+            "c": rng.random(n),
+        }
+    )
+    if gaps:
+        table.loc[0, "a"] = np.nan
+
+    def sliced(rows: np.ndarray) -> float:
+        try:
+            return partial_rho(table.iloc[rows], "a", "b", ["c"]).rho
+        except QKError:
+            return float("nan")
+
+    try:
+        expected = layer_clustered_bootstrap_ci(
+            sliced, n, table["layer"].to_numpy(), n_boot=60, seed=seed
+        )
+    except QKError:  # no replicate computable: both forms say so
+        with pytest.raises(QKError, match="no bootstrap replicate"):
+            partial_rho_ci(table, "a", "b", ["c"], n_boot=60, seed=seed)
+        return
+    assert partial_rho_ci(table, "a", "b", ["c"], n_boot=60, seed=seed) == expected
