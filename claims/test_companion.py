@@ -35,7 +35,7 @@ from qkcore.linalg.resolvent import (
     perron_projector,
     row_shuffle_null,
 )
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.pytest_plugin.author import PremiseUnmet
 from qkcore.stats.equivalence import spearman_interval
 from qkcore.stats.inference import spearman_exact
@@ -65,7 +65,7 @@ def _causal_premise(evidence, claim) -> None:
 
 
 @claim("R1")
-def test_kreiss_constant_is_sqrt_n(claim):
+def test_kreiss_constant_is_sqrt_n(claim: Claim):
     """Source: companion abstract, "the mask pins the Kreiss constant of every causal
     stochastic matrix at sqrt(n)".
 
@@ -128,7 +128,7 @@ def test_kreiss_constant_is_sqrt_n(claim):
 
 
 @claim("R2")
-def test_deflation_factorizes_depth_products(claim):
+def test_deflation_factorizes_depth_products(claim: Claim):
     """Source: companion abstract, "deflating the mask-forced Perron projector factorizes the
     depth deviation dynamics exactly into a product of deflated operators".
 
@@ -160,14 +160,18 @@ def test_deflation_factorizes_depth_products(claim):
 
     prop()
     claim.statement(
-        "worst error in units of its rounding bound", worst["ratio"], "<=", 1.0, n=worst["stacks"]
+        "worst error in units of its rounding bound",
+        worst["ratio"],
+        "<=",
+        1.0,
+        n=int(worst["stacks"]),
     )
     claim.statement(
         "stacks whose layers' projectors differ",
         worst["projector_mismatch"],
         "==",
         0,
-        n=worst["stacks"],
+        n=int(worst["stacks"]),
     )
 
 
@@ -185,7 +189,7 @@ R3_CI_RANKS = (2, 7)
 
 
 @claim("R3", evidence=("weights", "toy"), schemes=("rope", "rope-partial", "ape", "alibi"))
-def test_eigenvalues_mispredict_depth_deviations(evidence, claim):
+def test_eigenvalues_mispredict_depth_deviations(evidence, claim: Claim):
     """Source: companion abstract, "On depth products, eigenvalue predictions of surviving
     deviations err by seven to eleven orders of magnitude, an error absent in matched nulls."
 
@@ -275,7 +279,7 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim):
 
 
 @claim("R4", evidence=("weights", "toy"), schemes=("rope", "rope-partial", "ape", "alibi"))
-def test_signed_non_normality(evidence, claim):
+def test_signed_non_normality(evidence, claim: Claim):
     """Source: companion abstract, "A routing minority carries excess transient reserve that
     tracks previous-token function and doubles when induction heads engage, while the sink
     majority is suppressed below matched shuffle nulls".
@@ -357,7 +361,7 @@ R5_SUMMARIES = (
 
 
 @claim("R5", evidence=("toy",), schemes=("rope", "ape", "alibi"))
-def test_no_single_summary_predicts_criticality(evidence, claim):
+def test_no_single_summary_predicts_criticality(evidence, claim: Claim):
     """Source: companion abstract, "no single-operator summary of any kind predicts per-head
     causal criticality".
 

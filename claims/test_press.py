@@ -25,7 +25,7 @@ import pytest
 
 from claims.premises import history_columns, rho_power
 from qkcore.analysis.gridruns import censored_formation
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.inference import exact_permutation_test
 from qkcore.stats.population import top_k_heads, top_k_percentile
 from qkcore.stats.power import spearman_test
@@ -99,7 +99,7 @@ ARTICLE_IMAG = {"gpt2": "0.12", "llama-3-8b": "0.25"}
 
 
 @claim("P1", sets=("paper",))
-def test_imaginary_mass_grows_with_scale(evidence_set, claim):
+def test_imaginary_mass_grows_with_scale(evidence_set, claim: Claim):
     """Source: seed 001, "the table shows a clear trend: larger models show larger imaginary
     parts of their eigenvalues, correlated with more induction heads and higher prefix-copying
     accuracy", with its table (mean eigenvalue imaginary part 0.12 / 0.18 / 0.21 / 0.25,
@@ -221,7 +221,7 @@ def _causal(evidence) -> bool:
 
 
 @claim("P2", evidence=("paper", "weights", "toy"), columns=("imag_mass", "copying", "ind"))
-def test_real_axis_copying_imaginary_induction(evidence, claim):
+def test_real_axis_copying_imaginary_induction(evidence, claim: Claim):
     """Source: seed 001, "heads whose eigenvalues cluster near the real axis (small imaginary
     parts) tend to perform simple token-to-token copying; heads whose eigenvalues have large
     imaginary parts are more likely induction heads".
@@ -275,7 +275,7 @@ def test_real_axis_copying_imaginary_induction(evidence, claim):
 
 
 @claim("P3", evidence=("paper", "weights", "toy"), columns=("cond_eig", "copying"))
-def test_condition_number_predicts_copying(evidence, claim):
+def test_condition_number_predicts_copying(evidence, claim: Claim):
     """Source: seed 001, "the angle between eigenvectors (measured by the condition number of
     the eigenvector matrix) can predict a head's 'copying fidelity' - its ability to copy tokens
     from context accurately".
@@ -305,7 +305,7 @@ def test_condition_number_predicts_copying(evidence, claim):
 
 
 @claim("P4", sets=("paper", "toy-grid"))
-def test_non_hermitian_m_is_root_cause_of_induction(evidence_set, claim):
+def test_non_hermitian_m_is_root_cause_of_induction(evidence_set, claim: Claim):
     """Source: seed 001, "the key insight - that the non-Hermitian nature of M is the root cause
     of induction-head behaviour - ...".
 
@@ -390,7 +390,7 @@ VOCAB = {"pythia-410m": 50304, "pythia-1.4b": 50304, "llama-3-8b": 128256}
 
 
 @claim("P5", evidence=("paper", "weights"), schemes=ROPE, columns=("dInd_rope", "prev"))
-def test_phase_ablation_fully_disables_induction(evidence, claim):
+def test_phase_ablation_fully_disables_induction(evidence, claim: Claim):
     """Source: seed 004, "zeroing the phase component fully disabled induction at the
     pre-identified head in all three RoPE models" (the paper, §8, reports effect sizes: induction
     CE 0.52 -> 2.24 on Pythia-410m head 5.2, 0.56 -> 1.11 on Pythia-1.4B 1.11, 0.30 -> 0.91 on
@@ -513,7 +513,7 @@ def _separation_power(effect: float, sd: float, n_high: int, n_low: int) -> floa
 
 
 @claim("P6", sets=("paper", "toy"))
-def test_scheme_sets_induction_head_structure(evidence_set, claim):
+def test_scheme_sets_induction_head_structure(evidence_set, claim: Claim):
     """Source: seed 004, "a work on how the positional encoding scheme - RoPE, learned-absolute
     or ALiBi - determines the mathematical structure of 'induction' attention heads" (the paper
     shows the scheme-conditional signature on previous-token heads, §6).
@@ -587,7 +587,7 @@ def test_scheme_sets_induction_head_structure(evidence_set, claim):
 
 
 @claim("P7", evidence=("paper", "weights", "toy"), columns=("dir_frac", "D_head"))
-def test_m_usually_nonsymmetric_complex_spectrum(evidence, claim):
+def test_m_usually_nonsymmetric_complex_spectrum(evidence, claim: Claim):
     """Source: seed 004, "since this matrix is usually non-symmetric, it has a complex spectrum
     of eigenvalues".
 
@@ -643,7 +643,7 @@ def _first_step(history, column: str, level: float, strict: bool = False) -> flo
 
 
 @claim("P8", evidence=("paper", "toy"), checkpoints=True, schemes=ROPE)
-def test_signature_appears_with_induction(evidence, claim):
+def test_signature_appears_with_induction(evidence, claim: Claim):
     """Source: seed 004, "on Pythia checkpoints the 'rotational' spectral signature appears
     simultaneously with the formation of induction behaviour, not before it" (the paper, §9:
     the signature locks in with the *previous-token* behaviour; induction "following within
@@ -682,7 +682,7 @@ P9_ARMS = {"ape": ("ape-free", "ape-sym"), "rope": ("rope-free", "rope-sym")}
 
 
 @claim("P9", sets=("paper", "toy-grid"))
-def test_phase_channel_spares_rope_under_symmetry(evidence_set, claim):
+def test_phase_channel_spares_rope_under_symmetry(evidence_set, claim: Claim):
     """Source: seed 004, "RoPE is the only one of the three schemes in which an attention head
     can route directionally through the phase channel even when its weight matrix is symmetric;
     learned-absolute encoding has no such possibility left, which is what slows training under

@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 
 from qkcore.analysis.tablecompare import compare_tables
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 
 
 @claim("REG", evidence=("weights",))
-def test_recomputed_table_matches_published(evidence, claim, paper_data):
+def test_recomputed_table_matches_published(evidence, claim: Claim, paper_data):
     """Source: the released per-head tables (paper-data, ``<model>_head_full.parquet``), the
     data behind every per-head number the paper prints for that model.
 

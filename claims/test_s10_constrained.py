@@ -41,7 +41,7 @@ import numpy as np
 import scipy.stats
 
 from qkcore.analysis.gridruns import censored_formation
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, Comparison, claim
 from qkcore.stats.formation import formation_threshold
 from qkcore.stats.inference import (
     benjamini_hochberg,
@@ -105,6 +105,11 @@ def _contrasts(formation: dict[str, np.ndarray]) -> tuple[list[float], np.ndarra
 
 #: the paper's smallest reported rank-biserial among the four contrasts (P2, +0.92)
 SMALLEST_RANK_BISERIAL = 0.92
+#: the two ends of a printed range: which arm, and the bound the print gives it
+_ENDS: tuple[tuple[str, Callable[[list[float]], float], Comparison], ...] = (
+    ("low", min, ">="),
+    ("high", max, "<="),
+)
 
 
 def _contrast_power(claim, label: str, n_x: int, n_y: int) -> None:
@@ -156,7 +161,7 @@ def _arms_present(cells: dict, claim, arms=ARMS) -> None:
 
 
 @claim("S10b", sets=("paper", "toy-grid"))
-def test_formation_costs(evidence_set, claim):
+def test_formation_costs(evidence_set, claim: Claim):
     """Source: §10, "P1 (free base rates) holds: APE forms fastest (600 +- 0 steps), RoPE free at
     940 +- 55"; "suppressing the phase to zero delays formation only ~1.4x"; "(600 -> 1740 +- 241,
     2.9x)"; "RoPE+sym delays 1.66x"; table tab:intervention (P1 RoPE free > APE free, P3 APE
@@ -338,7 +343,7 @@ def test_formation_costs(evidence_set, claim):
 
 
 @claim("S10c", sets=("paper", "toy-grid"))
-def test_symmetry_costs_ape(evidence_set, claim):
+def test_symmetry_costs_ape(evidence_set, claim: Claim):
     """Source: §10, "P3 is falsified in the opposite direction, our largest surprise: forcing
     symmetry on APE is the costliest constraint in the grid (600 -> 1740 +- 241, 2.9x)"; table
     tab:intervention, row P3 "APE sym-M > APE free ... +1200 steps (2.9x)"; abstract "imposing
@@ -410,7 +415,7 @@ def test_symmetry_costs_ape(evidence_set, claim):
 
 
 @claim("S10a", sets=("paper", "toy-grid"))
-def test_every_arm_reroutes(evidence_set, claim):
+def test_every_arm_reroutes(evidence_set, claim: Claim):
     """Source: §10, "Both penalties enforce hard (final Im share 0.000; dir_frac 0.004-0.006) and
     no arm loses final capability (all reach the task floor with strong prev and induction
     heads)"; and, of the Im arm, "the circuit reroutes --- the prev head re-forms with
@@ -516,7 +521,7 @@ def test_every_arm_reroutes(evidence_set, claim):
         means = [_prev_mean(cells[arm], "dir_frac", range(5)) for arm in sym_arms]
         medians = [_prev_stat(cells[arm], "dir_frac", range(5), np.median) for arm in sym_arms]
         batch = [_prev_mean(cells[arm], "dir_frac", range(3)) for arm in sym_arms]
-        for end, pick, comparison in (("low", min, ">="), ("high", max, "<=")):
+        for end, pick, comparison in _ENDS:
             claim.printed(
                 f"sym arms: prev-head dir_frac arm means, {end} end",
                 pick(means),
@@ -550,7 +555,7 @@ def test_every_arm_reroutes(evidence_set, claim):
 
 
 @claim("S10d", sets=("paper", "toy-grid"))
-def test_phase_routing_through_symmetric_m(evidence_set, claim):
+def test_phase_routing_through_symmetric_m(evidence_set, claim: Claim):
     """Source: §10, "the sym-arm's prev head carries full phase content (rope_imag_frac 0.52)
     through a fully symmetric static operator (dir_frac 0.004-0.005), and its positional kernel
     is indistinguishable from the free arm's --- directional attention through a symmetric M";
@@ -679,7 +684,7 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim):
     # §10's one rule for a printed range of arm values (S10a): the arm mean lies within it
     mean_df = float(np.mean(dfs))
     batches = [_prev_mean(sym, "dir_frac", range(3)), _prev_mean(sym, "dir_frac", range(3, 5))]
-    for end, pick, comparison in (("low", min, ">="), ("high", max, "<=")):
+    for end, pick, comparison in _ENDS:
         claim.printed(
             f"arm-mean prev-head dir_frac, {end} end",
             mean_df,
@@ -692,7 +697,7 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim):
 
 
 @claim("S10b", sets=("paper", "toy-grid"))
-def test_formation_curves_figure(evidence_set, claim):
+def test_formation_curves_figure(evidence_set, claim: Claim):
     """Source: tab:intervention caption "Every constraint delays formation significantly; none
     blocks it"; fig:intervention caption (a) "induction-capability curves: every arm reaches the
     floor; constraints delay the drop".

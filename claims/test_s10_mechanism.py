@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from qkcore.linalg.rope import RotaryInfo, apply_rotary
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.population import head_name
 
 #: unit roundoff of float64
@@ -35,7 +35,7 @@ def _draw(rng: np.random.Generator, d: int, k: int, n: int):
 
 
 @claim("S10h")
-def test_symmetric_m_is_undirected_under_absolute_positions(claim):
+def test_symmetric_m_is_undirected_under_absolute_positions(claim: Claim):
     """Source (§10, and the abstract's last clause): "directional attention through a
     symmetric M, which is impossible under absolute positions".
 
@@ -84,7 +84,7 @@ def test_symmetric_m_is_undirected_under_absolute_positions(claim):
 
 
 @claim("S10g", evidence=("toy",), schemes=("ape",))
-def test_fast_ape_solution_is_antisymmetric(evidence, claim):
+def test_fast_ape_solution_is_antisymmetric(evidence, claim: Claim):
     """Source (§10): "forcing symmetry on APE is the costliest constraint in the grid (...)
     --- the fast APE solution is antisymmetric embedding-matching, and the symmetric variant
     (nearby-kernel + causal mask), while reachable, is much harder to find".

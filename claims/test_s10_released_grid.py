@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from qkcore.analysis.gridruns import PAPER_KERNEL_OFFSETS
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 
 IMAG, FREE = "rope-imag", "rope-free"
 #: index of Δ = -1 in a released kernel
@@ -61,7 +61,7 @@ def _runs_with_prev_head(cells: dict, claim, arms: tuple[str, ...]) -> dict[str,
 
 
 @claim("S10e", sets=("paper",))
-def test_imag_arm_kernel_reshaped_peak_at_minus_one(evidence_set, claim):
+def test_imag_arm_kernel_reshaped_peak_at_minus_one(evidence_set, claim: Claim):
     """Source (§10): "P2's strong form is falsified: suppressing the phase to zero delays
     formation only ~1.4x and the circuit reroutes --- the prev head re-forms with
     rope_imag_frac=0.005 and a qualitatively different (cos-only) relative-position kernel whose
@@ -164,7 +164,7 @@ def test_imag_arm_kernel_reshaped_peak_at_minus_one(evidence_set, claim):
 
 
 @claim("S10f", sets=("paper",))
-def test_imag_arm_reverse_dissociation(evidence_set, claim):
+def test_imag_arm_reverse_dissociation(evidence_set, claim: Claim):
     """Source (fig:intervention caption): "(c) the dissociation: under sym-M the prev head keeps
     full phase content (rope_imag_frac) with a fully symmetric static M (dir_frac ~ 0); under
     Im-suppression the reverse."

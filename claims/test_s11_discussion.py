@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.inference import rank_biserial
 from qkcore.stats.population import top_k_heads, top_k_percentile, within_model_percentile
 
@@ -41,7 +41,7 @@ def _chance_median_at_least(n: int, k: int, bar: float) -> float:
 
 
 @claim("S11a", evidence=("paper",), schemes=ROPE, columns=("prev", "rope_imag_frac", "D_head"))
-def test_phase_flags_positional_routing_heads(evidence, claim):
+def test_phase_flags_positional_routing_heads(evidence, claim: Claim):
     """Source (§11, practical reading): "For weight-only head triage: under RoPE,
     rope_imag_frac (or the D_head percentile) flags positional-routing heads without a forward
     pass; under absolute/ALiBi schemes the same statistics are misleading in aggregate (bulk
@@ -135,7 +135,7 @@ def _anova_power(share: float, n: int, groups: int, alpha: float) -> float:
 
 
 @claim("S11b", evidence=("paper",), models=("llama-3-8b",), columns=TABLE_VARIABLES)
-def test_gqa_group_variance(evidence, claim):
+def test_gqa_group_variance(evidence, claim: Claim):
     """Source (§11, limitations (iii)): "Inference treats heads as units: heads share layers
     and training (layer-clustered design effects 3.6-6.9; we report clustered CIs), and Llama
     heads share K-projections within GQA groups of 4 (between-group variance 0.55-0.79) ---

@@ -30,7 +30,7 @@ from qkcore.analysis.convention import (
     visible,
 )
 from qkcore.linalg.spectra import D_head, dir_frac, eigenvalues
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.testing.strategies import conditioned_matrix
 from qkcore.testing.tolerances import (
     EPS,
@@ -85,7 +85,7 @@ def _fro(X: np.ndarray) -> float:
 
 
 @claim("F4", evidence=("paper",), models=("gpt2",), columns=("dir_frac_z", "D_head_z"))
-def test_null_means_and_deviating_heads(evidence, claim):
+def test_null_means_and_deviating_heads(evidence, claim: Claim):
     """Source (§3): "We therefore report every metric relative to a matched-Sigma
     random-orientation null (same singular values, random left/right frames), computed exactly
     in the rank-k core. Empirically dir_frac_null = 0.707, D_head,null = 0.608; 141/144 GPT-2
@@ -129,7 +129,7 @@ def test_null_means_and_deviating_heads(evidence, claim):
 
 
 @claim("F4")
-def test_ginibre_null_at_gpt2_shape(claim):
+def test_ginibre_null_at_gpt2_shape(claim: Claim):
     """Source: §3 "for independent Gaussian W_Q, W_K the symmetric and antisymmetric parts get
     equal expected Frobenius mass, so dir_frac_null ~ 1/sqrt(2) ~ 0.707 and D_head's null is
     likewise high"; §6 "D_head at the Ginibre value (~ 0.61)"; §9 "Every head sits at the
@@ -176,7 +176,7 @@ def test_ginibre_null_at_gpt2_shape(claim):
 
 
 @claim("F1")
-def test_gauge_invariance_on_random_operators(claim):
+def test_gauge_invariance_on_random_operators(claim: Claim):
     """Source (§3): "A random G in GL(d_k) leaves M, its eigenvalues, and D_head invariant to
     ~10^-14 while changing raw column norms --- confirming gauge hygiene."
 
@@ -242,7 +242,7 @@ def test_gauge_invariance_on_random_operators(claim):
 
 
 @claim("F3")
-def test_core_path_is_exact_on_random_operators(claim):
+def test_core_path_is_exact_on_random_operators(claim: Claim):
     """Source (§3): "the fast metric path is exact, dir_frac Delta = 10^-16".
 
     Reading: an identity (the k x k core carries M's traces and nonzero eigenvalues), so
@@ -280,7 +280,7 @@ def test_core_path_is_exact_on_random_operators(claim):
 
 
 @claim("F5")
-def test_saponati_relation_on_random_operators(claim):
+def test_saponati_relation_on_random_operators(claim: Claim):
     """Source (§2): "Our dir_frac is a monotone transform of their score (s = 1 - 2
     dir_frac^2)".
 
@@ -389,7 +389,7 @@ def _relative_convention_errors(model, *, n_tokens: int = 32, seed: int = 0) -> 
 
 
 @claim("F2", evidence=("weights", "toy"))
-def test_scores_rebuilt_from_factors(evidence, claim):
+def test_scores_rebuilt_from_factors(evidence, claim: Claim):
     """Source (§3): "We verify the convention by reconstructing the model's own pre-softmax
     scores from M and matching to < 10^-4 (learned-absolute) or, for RoPE models where position
     cancels only at i = j, matching the diagonal (bf16 models match to bf16 precision)".
@@ -467,7 +467,7 @@ def test_scores_rebuilt_from_factors(evidence, claim):
 
 
 @claim("F2", evidence=("weights", "toy"), schemes=("rope", "rope-partial"))
-def test_rope_reconstruction_from_frequency_operators(evidence, claim):
+def test_rope_reconstruction_from_frequency_operators(evidence, claim: Claim):
     """Source (§7): "(Full-score reconstruction from {M_t, theta_t} matches the model to
     10^-6/10^-2 in fp32/bf16.)"
 

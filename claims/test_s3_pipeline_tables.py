@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from qkcore.errors import QKError
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.inference import layer_clustered_bootstrap_ci
 from qkcore.stats.population import partial_rho, partial_rho_ci, within_model_percentile
 
@@ -45,7 +45,7 @@ def _contains_zero(interval: tuple[float, float]) -> bool:
     models=("gpt2",),
     columns=("prev", "dir_frac", "D_head", "dir_frac_null_mean", "D_head_null_mean"),
 )
-def test_null_referenced_partial_is_indistinguishable(evidence: Any, claim: Any) -> None:
+def test_null_referenced_partial_is_indistinguishable(evidence: Any, claim: Claim) -> None:
     """Source (§3): "Nulls are computed exhaustively for GPT-2; the cross-model analyses of §6
     use raw metrics --- on GPT-2, null-referenced metrics give an indistinguishable partial
     (-0.204 vs -0.206), so this choice is not load-bearing."
@@ -146,7 +146,7 @@ PERCENTILES = (("D_pct_{code}", "D_head"), ("rif_pct_{code}", "rope_imag_frac"))
 
 
 @claim("F7", evidence=("paper",), checkpoints=True)
-def test_final_checkpoint_matches_main_pipeline(evidence: Any, claim: Any) -> None:
+def test_final_checkpoint_matches_main_pipeline(evidence: Any, claim: Claim) -> None:
     """Source (§3, "Checkpoint and intervention pipelines"): "For §9 we load Pythia public
     checkpoints natively (TransformerLens checkpoint_value); the fused-QKV unpacking and folding
     conventions were verified against the main-revision pipeline to machine precision (weight

@@ -13,7 +13,7 @@ from typing import Any
 import scipy.stats
 
 from claims.premises import rho_power
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.inference import benjamini_hochberg
 
 #: The authors' cross-model replication variables (p4_rope.py:116-124).
@@ -46,7 +46,7 @@ def _spearman(table: Any, a: str, b: str) -> tuple[float, float]:
     evidence=("paper",),
     columns=(*METRICS, *MEASURED, *BEHAVIOURS, "copying"),
 )
-def test_taxonomy_holds_in_every_model(evidence: Any, claim: Any) -> None:
+def test_taxonomy_holds_in_every_model(evidence: Any, claim: Claim) -> None:
     """Source (contributions): "Descriptive: spectral directionality separates head function
     across all seven models (§4)"; §4: "This replicates on Pythia and, attenuated, on Llama
     (content_pos_frac -> prev -0.30 vs GPT-2's -0.63; §6), establishing spectral

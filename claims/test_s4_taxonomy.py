@@ -15,7 +15,7 @@ import pytest
 import scipy.stats
 
 from claims.premises import null_rank_correlation
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, Comparison, claim
 from qkcore.stats.equivalence import spearman_interval
 from qkcore.stats.inference import benjamini_hochberg
 
@@ -67,7 +67,7 @@ OTHER_QK = ("cond_eig", "spectral_radius")
 
 @claim("S4a", evidence=("paper",), models=("gpt2",), columns=("prev", "dup", "ind", "copying"))
 @pytest.mark.parametrize(("metric", "behaviour"), list(S4A), ids=[f"{m}~{b}" for m, b in S4A])
-def test_spectral_metrics_track_head_type(evidence, claim, metric, behaviour):
+def test_spectral_metrics_track_head_type(evidence, claim: Claim, metric, behaviour):
     """Source (§4 and Table 1): "On GPT-2 (n = 144, Spearman, BH-FDR q < 10^-3), directionality
     maps onto head class"; Table 1 "Spearman correlations of spectral metrics with head-type
     scores (GPT-2, n = 144; all shown are FDR-significant)", copying "0.06 (ns)", "ns", "ns".
@@ -107,7 +107,7 @@ def test_spectral_metrics_track_head_type(evidence, claim, metric, behaviour):
             "BH q (Table 1: ns, the printed test reproduced)", q_value, ">=", "alpha", n=n
         )
     else:
-        sign = ">" if printed.startswith("+") else "<"
+        sign: Comparison = ">" if printed.startswith("+") else "<"
         claim.statement(f"sign of rho ({printed[0]})", rho, sign, 0.0, n=n)
         claim.statement("BH q", q_value, "<", "alpha", n=n)
         claim.printed("BH q (text: q < 1e-3)", q_value, comparison="<", n=n)
@@ -137,7 +137,7 @@ def _spearman_interval95(rho: float, n: int) -> tuple[float, float]:
         *OTHER_QK,
     ),
 )
-def test_self_match_asymmetry_and_copying(evidence, claim):
+def test_self_match_asymmetry_and_copying(evidence, claim: Claim):
     """Source (§4): "Copying (OV) is orthogonal to every QK metric, a clean control. The content
     signature is legible: self_match equals content_pos_frac at r = 0.96; empirical pre-softmax
     score asymmetry on real inputs tracks dir_frac at 0.66."
@@ -221,7 +221,7 @@ def test_self_match_asymmetry_and_copying(evidence, claim):
 
 
 @claim("S4b", evidence=("weights", "toy"), columns=("prev", "ind"))
-def test_prev_head_leads_k_composition(evidence, claim):
+def test_prev_head_leads_k_composition(evidence, claim: Claim):
     """Source (§4): "by the K-composition statistic (the Frobenius overlap of an induction head's
     QK operator with an earlier head's OV write, ranked over all earlier heads), the canonical
     previous-token head ranks #1 for every induction head tested --- GPT-2's 4.11 for

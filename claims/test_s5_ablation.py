@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import scipy.stats
 
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.population import head_name, partial_rho, partial_rho_ci
 
 S5A = (
@@ -88,7 +88,7 @@ def _circuit(table, claim) -> tuple[str, str]:
 
 
 @claim("S5a", evidence=("paper",), models=("gpt2",), columns=("dCE_sym", "dCE_anti"))
-def test_symmetric_part_carries_the_load(evidence, claim):
+def test_symmetric_part_carries_the_load(evidence, claim: Claim):
     """Source (§5, "Symmetrization ablation"): "Replacing a head's M with M_S (killing M_A) or
     M_A (killing M_S) and measuring held-out CE, the symmetric part is 6.7x more load-bearing:
     sum dCE_anti = 2.60 vs sum dCE_sym = 0.39; killing M_A costs <= 0.02 general CE anywhere."
@@ -136,7 +136,7 @@ def test_symmetric_part_carries_the_load(evidence, claim):
 
 
 @claim("S5b", evidence=("paper",), models=("gpt2",), columns=("dICL_sym",))
-def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim):
+def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim: Claim):
     """Source (§5): "But a targeted induction task exposes that M_A is causally essential for
     specific heads: killing it on the canonical induction head 5.1 raises induction loss 8x
     (0.21 -> 1.77; 15x the next-largest effect) and on the previous-token head 4.11 by ~50%."
@@ -232,7 +232,7 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim):
 
 
 @claim("S5c", evidence=("paper",), models=("gpt2",), columns=("prev", "D_head", "dir_frac"))
-def test_d_head_does_not_beat_dir_frac(evidence, claim):
+def test_d_head_does_not_beat_dir_frac(evidence, claim: Claim):
     """Source (§5, "Incremental validity"): "the complex refinement adds no reliable positive
     increment on GPT-2: partial rho(D_head, prev | dir_frac) = -0.21 (layer-clustered 95% CI
     [-0.51, +0.08] - the point estimate is negative but not reliably so".
@@ -275,7 +275,7 @@ NON_ROTARY = ("ape", "alibi")
 
 
 @claim("S5a", evidence=("toy",), schemes=NON_ROTARY)
-def test_symmetric_part_carries_the_load_on_toys(evidence, claim):
+def test_symmetric_part_carries_the_load_on_toys(evidence, claim: Claim):
     """Source: as the GPT-2 test (§5, "the symmetric part is 6.7x more load-bearing ...").
 
     Reading (toy adaptation, module docstring): the toy's induction loss stands in for corpus
@@ -311,7 +311,7 @@ def test_symmetric_part_carries_the_load_on_toys(evidence, claim):
 
 
 @claim("S5b", evidence=("toy",), schemes=NON_ROTARY)
-def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim):
+def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim: Claim):
     """Source: as the GPT-2 test (§5: M_A is "causally essential" for the circuit heads, "the
     argmax landing on a canonical induction head"; contributions: "M_A is causally critical
     only for the canonical induction/previous-token circuit").

@@ -17,7 +17,7 @@ import pandas as pd
 import scipy.stats
 
 from claims.premises import null_rank_correlation
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.equivalence import spearman_interval
 from qkcore.stats.inference import layer_clustered_bootstrap_ci
 from qkcore.stats.population import head_name, top_k_heads
@@ -95,7 +95,7 @@ def _ranked(table: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
     models=("gpt2",),
     columns=("dCE_sym", *NULL_REFERENCED, *NULL_REFERENCED.values()),
 )
-def test_nested_regression_on_the_ablation_effect(evidence: Any, claim: Any) -> None:
+def test_nested_regression_on_the_ablation_effect(evidence: Any, claim: Claim) -> None:
     """Source (§5, "Incremental validity"): "the complex refinement adds no reliable positive
     increment on GPT-2: [...] and in a nested regression on the ablation effect dir_frac
     explains 0.001 of variance rising only to 0.028 with D_head added, the added term
@@ -185,7 +185,7 @@ def test_nested_regression_on_the_ablation_effect(evidence: Any, claim: Any) -> 
 
 
 @claim("S5f", evidence=("paper",), models=("gpt2",), columns=("dICL_sym", *NAMED, *UNNAMED))
-def test_no_spectral_scalar_predicts_need_for_m_a(evidence: Any, claim: Any) -> None:
+def test_no_spectral_scalar_predicts_need_for_m_a(evidence: Any, claim: Claim) -> None:
     """Source (§5): "Crucially this importance is a discrete circuit fact: no spectral scalar
     (dir_frac, D_head, imag_mass, ||M_A||) predicts which heads need M_A (all |rho| <~ 0.1),
     so the 144-head aggregate is null."
@@ -253,7 +253,7 @@ def test_no_spectral_scalar_predicts_need_for_m_a(evidence: Any, claim: Any) -> 
 
 
 @claim("S5g", evidence=("paper",), models=("gpt2",), columns=("dICL_sym",))
-def test_top_five_heads_by_effect(evidence: Any, claim: Any) -> None:
+def test_top_five_heads_by_effect(evidence: Any, claim: Claim) -> None:
     """Source (§5): "Canonical induction heads 5.5/6.9 show smaller positive effects (+0.03,
     ranks 7-8 of 144); the top-5 by effect are 5.1, 4.11, 6.7, 3.0, 8.5, so top-5 overlap
     with the canonical circuit is 2/5 (hypergeometric p = 0.014), with the argmax landing on a

@@ -43,7 +43,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.inference import exact_permutation_test
 from qkcore.stats.population import (
     partial_rho,
@@ -194,7 +194,7 @@ def _side_of_median(evidence, claim, rotational: bool) -> None:
 
 
 @claim("S6a", evidence=("paper", "weights", "toy"), schemes=ROPE, columns=("prev", "D_head"))
-def test_rope_prev_heads_are_rotational(evidence, claim):
+def test_rope_prev_heads_are_rotational(evidence, claim: Claim):
     """Source (§6): "[...] versus top-quintile under RoPE (medians 0.89/0.85/0.79)"; "the heads
     that implement previous-token attention are spectrally rotational under RoPE".
 
@@ -217,7 +217,7 @@ def test_rope_prev_heads_are_rotational(evidence, claim):
 
 
 @claim("S6b", evidence=("paper", "weights", "toy"), schemes=NON_ROPE, columns=("prev", "D_head"))
-def test_absolute_and_alibi_prev_heads_are_not_rotational(evidence, claim):
+def test_absolute_and_alibi_prev_heads_are_not_rotational(evidence, claim: Claim):
     """Source (§6): "bottom-quartile under learned absolute (medians 0.21/0.23/0.14 [...]) and
     ALiBi (0.26)"; "spectrally non-rotational (content-like) under learned absolute positions";
     "BLOOM-1b1's top prev heads are indeed non-rotational (percentile 0.26)".
@@ -304,7 +304,7 @@ def _gap(values: np.ndarray, rope: np.ndarray) -> float:
 
 
 @claim("S6c", sets=("paper", "weights", "toy"))
-def test_model_level_separation(evidence_set, claim):
+def test_model_level_separation(evidence_set, claim: Claim):
     """Source (§6, "Model-level inference and sensitivity"): "At model level the separation is
     perfect - every non-RoPE model's top-5 median sits below every RoPE model's - giving an
     exact model-level permutation p = 1/C(7,3) = 0.029, the minimum attainable with seven
@@ -416,7 +416,7 @@ def test_model_level_separation(evidence_set, claim):
 
 
 @claim("S6d", sets=("paper", "weights", "toy"))
-def test_contrast_at_fixed_head_dimension(evidence_set, claim):
+def test_contrast_at_fixed_head_dimension(evidence_set, claim: Claim):
     """Source (§6): "Holding d_k = 64 fixed (GPT-2, OPT-1.3B, Pythia-410m: 0.21/0.23 vs 0.89)
     ties the contrast to the positional scheme, not head dimension."
 
@@ -486,7 +486,7 @@ def _published_partial(data, model: str) -> tuple[float, float, float, int]:
 
 
 @claim("S6e", evidence=("paper", "weights"), columns=("prev", "D_head", "dir_frac"))
-def test_partial_association(evidence, claim):
+def test_partial_association(evidence, claim: Claim):
     """Source (§6): "On every RoPE model, D_head's incremental contribution beyond dir_frac is
     positive and robust (clustered CIs [+0.21, +0.59]). Under learned-absolute positions,
     however, the aggregate statistic is heterogeneous (GPT-2 -0.21; OPT-1.3B +0.35; GPT-Neo-1.3B

@@ -28,8 +28,7 @@ import scipy.stats
 
 from claims.premises import rho_power
 from claims.test_s7_s8_rope import ROPE, S7
-from qkcore.pytest_plugin import claim
-from qkcore.pytest_plugin.author import Claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.inference import layer_clustered_bootstrap_ci, ols_residuals
 from qkcore.stats.population import head_name, partial_rho, partial_rho_ci, top_k_heads
 from qkcore.stats.power import spearman_power, spearman_test

@@ -15,7 +15,7 @@ import pytest
 from claims.premises import sum_of_frequency_terms
 from qkcore.analysis.convention import frequency_check
 from qkcore.linalg.rope import RotaryInfo, frequency_operators, relative_kernel
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.population import head_name, partial_rho, partial_rho_ci, top_k_heads
 from qkcore.stats.printed import decimals
 
@@ -65,7 +65,7 @@ def _printed_interval(printed: str) -> tuple[float, float]:
     schemes=ROPE,
     columns=("prev", "D_head", "dir_frac", "rope_imag_frac", "freq_centroid", "layer"),
 )
-def test_phase_features_explain_the_partial(evidence, claim):
+def test_phase_features_explain_the_partial(evidence, claim: Claim):
     """Source (§7): "Adding per-frequency RoPE-phase summaries as controls *attenuates* D_head's
     residual association substantially (Table mediation) - most completely on full-RoPE Llama,
     where the default-estimator residual is indistinguishable from zero (+0.006, p = 0.84;
@@ -176,7 +176,7 @@ def test_phase_features_explain_the_partial(evidence, claim):
 
 
 @claim("S8b", evidence=("paper", "weights", "toy"), schemes=ROPE, columns=("prev", "dInd_rope"))
-def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim):
+def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim: Claim):
     """Source (§8): "Sweeping the ablation over *all* heads of all three RoPE models, the
     largest induction-loss effect lands on a top-2 prev-scoring head every time ... (exact
     permutation p = 1/384 ... 2/1024) ... Effects are highly concentrated: 92-99% of heads
@@ -297,7 +297,7 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim):
 
 
 @claim("S8a")
-def test_ablation_symmetrizes_by_construction(claim):
+def test_ablation_symmetrizes_by_construction(claim: Claim):
     """Source (§8): "We ablate a head's directional RoPE content by zeroing Im(M_t) (dropping
     the sin(Delta theta) component), which **symmetrizes** its relative-position kernel".
 
@@ -347,7 +347,7 @@ def test_ablation_symmetrizes_by_construction(claim):
 
 
 @claim("S8a", evidence=("weights", "toy"), schemes=ROPE)
-def test_ablation_symmetrizes_the_kernel(evidence, claim):
+def test_ablation_symmetrizes_the_kernel(evidence, claim: Claim):
     """Source (§8): "the decomposition full = symmetric + directional is verified to 6e-6
     (fp32; 2e-5 on bf16 Llama)" (§7: "Full-score reconstruction from {M_t, theta_t} matches the
     model to 1e-6/1e-2 in fp32/bf16").
@@ -420,7 +420,7 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim):
 
 
 @claim("S8a", evidence=("paper",), models=("pythia-410m",))
-def test_published_kernels(evidence, claim):
+def test_published_kernels(evidence, claim: Claim):
     """Source (§8): "ablating Im(M_t) ... symmetrizes its relative-position kernel"; Fig.
     kernels (right) shows the released before/after kernel of head 5.2.
 

@@ -24,8 +24,7 @@ from claims.premises import null_rank_correlation
 from claims.test_press import VOCAB
 from claims.test_s7_s8_rope import S8B
 from qkcore.evidence.pieces import PaperEvidence, PaperEvidenceSet
-from qkcore.pytest_plugin import claim
-from qkcore.pytest_plugin.author import Claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.equivalence import spearman_interval
 from qkcore.stats.population import head_name, top_k_heads
 

@@ -45,7 +45,7 @@ import pytest
 from claims.premises import history_columns
 from qkcore.analysis.history import PAPER_SHAPES, ginibre_median_band
 from qkcore.linalg.rope import RotaryInfo
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 
 PYTHIA_TOKENS_PER_STEP = 2_097_152  # 1024 sequences x 2048 tokens
 #: the end of the 1-4B-token window at its printed precision (4B: >= 3.5e9 tokens)
@@ -179,7 +179,7 @@ def _plot_history(claim, evidence, history) -> None:
 
 
 @claim("S9a", evidence=("paper", "toy"), checkpoints=True)
-def test_born_at_the_null(evidence, claim):
+def test_born_at_the_null(evidence, claim: Claim):
     """Source (§9): "Act I (0-0.5B tokens): silence at the null. Every head sits at the
     Ginibre null (behavior 0.01; rope_imag_frac 0.500; population median D_head 0.61;
     K-composition at baseline) - step 0 doubles as an in-vivo verification of the paper's
@@ -283,7 +283,7 @@ def test_born_at_the_null(evidence, claim):
 
 
 @claim("S9b", evidence=("paper", "toy"), checkpoints=True)
-def test_locks_in_at_formation(evidence, claim):
+def test_locks_in_at_formation(evidence, claim: Claim):
     """Source (§9): "The prev head's within-model rotary-phase (rope_imag_frac) percentile
     snaps from at-or-below chance (0.03-0.04 at step 512, mid-formation, in both models) to
     the top decile (0.90-0.99) by step 1000: the signature locks in *with* the behavior - at
@@ -368,7 +368,7 @@ def test_locks_in_at_formation(evidence, claim):
 
 
 @claim("S9c", evidence=("paper", "toy"), checkpoints=True)
-def test_suppression_after_formation(evidence, claim):
+def test_suppression_after_formation(evidence, claim: Claim):
     """Source (§9): "Act III (4-300B tokens): slow differential sculpting. The population
     median D_head is suppressed well below the null (0.61 -> 0.395 / 0.453) over the next
     100x of training while the previous-token heads retain it, and the absolute rotary-phase
@@ -451,7 +451,7 @@ def test_suppression_after_formation(evidence, claim):
 
 
 @claim("S9d", evidence=("paper", "toy"), checkpoints=True)
-def test_no_spectral_precursor(evidence, claim):
+def test_no_spectral_precursor(evidence, claim: Claim):
     """Source (§9): "Q3 (predictive signature): **no** - before formation the eventual prev
     head is not reliably identifiable from its spectrum (its percentile even sits low
     mid-formation); we report this pre-registered negative plainly." The plan's question:

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from qkcore.analysis.history import PAPER_SHAPES, SUMMARY_SIBLINGS, ginibre_median_band
-from qkcore.pytest_plugin import claim
+from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.printed import reproduces
 
 #: Pythia's batch: 1024 sequences x 2048 tokens per step
@@ -161,7 +161,7 @@ def _single_head_band(d: int, k: int, centred: bool) -> tuple[float, float, floa
 
 
 @claim("S9e", evidence=("paper",), checkpoints=True)
-def test_circuit_follows_within_the_window(evidence, claim):
+def test_circuit_follows_within_the_window(evidence, claim: Claim):
     """Source (§9, Act II): "Previous-token behavior jumps first (0.37 at step 512 -> 0.95 at
     step 1000 ...), with induction behavior, the ICL proxy, and the K-composition wiring
     following within the same window." Act II is "1-4B tokens"; the figure caption calls it
@@ -216,7 +216,7 @@ def test_circuit_follows_within_the_window(evidence, claim):
 
 
 @claim("S9f", evidence=("paper",), checkpoints=True)
-def test_d_head_signature_locks_in_with_formation(evidence, claim):
+def test_d_head_signature_locks_in_with_formation(evidence, claim: Claim):
     """Source (contribution list, the checkpoint natural history): "all heads are born at the
     Ginibre null; the rotational signature locks in *with* circuit formation (not before it)".
     The sentence points to §9 ("A checkpoint natural history (§9)"), which defines the
@@ -279,7 +279,7 @@ def test_d_head_signature_locks_in_with_formation(evidence, claim):
 
 
 @claim("S9g", evidence=("paper",), checkpoints=True)
-def test_prev_head_retains_null_d_head(evidence, claim):
+def test_prev_head_retains_null_d_head(evidence, claim: Claim):
     """Source (§9, Act III): "Act III (4-300B tokens): slow differential sculpting. The
     population median D_head is suppressed well below the null (0.61 -> 0.395 / 0.453) over
     the next 100x of training while the previous-token heads retain it"; §6's static picture:
@@ -349,7 +349,7 @@ def test_prev_head_retains_null_d_head(evidence, claim):
 
 
 @claim("S9h", evidence=("paper",), checkpoints=True)
-def test_absolute_consolidation_lags(evidence, claim):
+def test_absolute_consolidation_lags(evidence, claim: Claim):
     """Source (§9, pre-registered answers): "Q1 (lead/lag): the percentile signature is
     *simultaneous* with formation; the absolute consolidation *lags*." The consolidation is
     Act III's "the absolute rotary-phase content of the prev head consolidates slowly
@@ -394,7 +394,7 @@ def test_absolute_consolidation_lags(evidence, claim):
 
 
 @claim("S9i", evidence=("paper",), checkpoints=True)
-def test_k_composition_at_baseline(evidence, claim):
+def test_k_composition_at_baseline(evidence, claim: Claim):
     """Source (§9, Act I): "Act I (0-0.5B tokens): silence at the null. Every head sits at the
     Ginibre null (behavior 0.01; rope_imag_frac 0.500; population median D_head 0.61;
     K-composition at baseline)".

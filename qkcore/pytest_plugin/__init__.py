@@ -25,6 +25,7 @@ Layer: the top of qkcore. It may import every layer below; nothing in qkcore imp
 """
 
 from qkcore.pytest_plugin.author import Claim, claim
+from qkcore.pytest_plugin.checks import Comparison
 from qkcore.pytest_plugin.evidence import add_kind_options
 from qkcore.pytest_plugin.hooks import (
     claim_fixture,
@@ -45,6 +46,7 @@ from qkcore.pytest_plugin.hooks import (
 
 __all__ = [
     "Claim",
+    "Comparison",
     "add_kind_options",
     "claim",
     "claim_fixture",

@@ -223,3 +223,19 @@ def test_a_malformed_finding_is_one_clear_error(tmp_path: Path, row: str, messag
     path.write_text(f"[[finding]]\n{row}\n", encoding="utf-8")
     with pytest.raises(CheckError, match=message):
         read_findings(path)
+
+
+def test_every_claim_test_types_its_claim_fixture():
+    """``claim: Claim`` on every claim test, so the type checker (``make lint``) sees each call
+    of the author's API: a wrong comparison or a float count is caught before a run."""
+    import ast
+
+    untyped = []
+    for path in sorted((REPO / "claims").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+                for arg in node.args.args:
+                    annotation = ast.unparse(arg.annotation) if arg.annotation else ""
+                    if arg.arg == "claim" and annotation != "Claim":
+                        untyped.append(f"{path.name}::{node.name}")
+    assert untyped == []
