@@ -9,9 +9,11 @@ What the tests wait on is read from what was collected (``-k`` and deselection i
 - ``stream`` (default): the plan is printed (:mod:`~qkcore.pytest_plugin.plan`), the builds run
   in the background (:class:`~qkcore.engine.background.BackgroundBuild`) in the order that
   releases the most tests per second (:class:`~qkcore.engine.order.UnblockingOrder`), and tests
-  run as their evidence is ready - those that need none first. Under xdist the scheduler
-  (:class:`~qkcore.pytest_plugin.stream.StreamScheduling`) sends a worker released tests only;
-  in one process the items are ordered by expected release and each waits for its builds.
+  run as their evidence is ready - those that need none first. The items are ordered by
+  expected release and each test waits, before its setup, for its builds to settle: in one
+  process on the build thread; under xdist on a marker per settled build that the controller
+  writes to a folder the workers share (:class:`SettledMarks`). Only public pytest and xdist
+  hooks are used: xdist's own scheduler hands out the tests.
 - ``first``: every build, then every test (the phase blocks; how the suite ran before).
 - ``off``: no phase; tests build what they need lazily, silently.
 
@@ -20,13 +22,14 @@ connected and checked when the session starts, so an unreachable scheduler is on
 before anything is built. Nothing is built for ``--collect-only``.
 
 Why one module: the three ``--claims-prepare`` modes share the plan, the wait and the
-failure markers; #42 moves the build out of pytest, which will shorten it.
+settled marks; #42 moves the build out of pytest, which will shorten it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import tempfile
+import time
 from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
@@ -48,20 +51,49 @@ from qkcore.pytest_plugin.needs import (
 )
 from qkcore.pytest_plugin.phase_terminal import PhaseTerminal
 from qkcore.pytest_plugin.plan import claim_ids_from_sources, plan_lines
-from qkcore.pytest_plugin.stream import StreamScheduling
 
-__all__ = ["PreparePhase"]
+__all__ = ["PreparePhase", "SettledMarks"]
 
-#: The event name under which the build thread wakes xdist's controller loop.
-_WAKE = "qkclaims_prepare"
-#: The ``workerinput`` key naming the folder where workers write what their tests wait on.
+#: The ``workerinput`` key naming the folder where workers write what their tests wait on
+#: and the controller marks what has settled.
 _NEEDS_DIR = "qkclaims_needs_dir"
 
 
+class SettledMarks:
+    """Which builds have settled, as files in a folder the controller and its workers share.
+
+    The controller marks each build key once it is built or failed (a failed build's tests
+    rebuild it and error in their own rows), and ``everything`` when the phase ends for any
+    reason - tests then build lazily whatever is left. A worker waits on the marks: no channel
+    into xdist's controller loop is needed, and a vanished folder (the controller gone) never
+    holds a test.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder / "settled"
+
+    def mark(self, keys: Iterable[str]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for key in keys:
+            (self.folder / key).touch()
+
+    def mark_everything(self) -> None:
+        self.mark(["everything"])
+
+    def settled(self, keys: Collection[str]) -> bool:
+        if not self.folder.parent.exists() or (self.folder / "everything").exists():
+            return True
+        return all((self.folder / key).exists() for key in keys)
+
+    def wait(self, keys: Collection[str], poll: float = 0.25) -> None:
+        while not self.settled(keys):
+            time.sleep(poll)
+
+
 class PreparePhase:
-    """The phase, once per session, in the process that talks to the terminal (module
-    docstring). It is also the scheduler's gate: what a test waits on, and whether it is
-    ready."""
+    """The phase, once per session: it builds in the process that talks to the terminal (one
+    process, or xdist's controller), and each test waits for its builds before its setup (in
+    that process, or in an xdist worker on the controller's marks; module docstring)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -70,8 +102,8 @@ class PreparePhase:
         self.rank: dict[str, int] = {}
         self.cached = 0  # builds the selection needs that are already done
         self.build: BackgroundBuild | None = None
-        self.scheduler: StreamScheduling | None = None
-        self._dsession: Any = None
+        self.marks: SettledMarks | None = None  # xdist: the controller's or a worker's
+        self._marked: set[str] = set()
         self.out = PhaseTerminal(config)
         self.executor: Executor | None = None
         self._closing = contextlib.ExitStack()
@@ -79,6 +111,11 @@ class PreparePhase:
             self.executor_spec = check_executor_spec(str(config.getoption("--claims-executor")))
         except QKError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if self.mode == "stream" and config.getoption("maxschedchunk", None) is None:
+            # xdist's --maxschedchunk: hand a worker one test at a time, so a worker that waits
+            # on a build holds no test another worker could run now (xdist's default hands out
+            # a quarter of a worker's share at once); set by the user, it stands
+            config.option.maxschedchunk = 1
 
     @property
     def mode(self) -> str:
@@ -179,15 +216,6 @@ class PreparePhase:
             bar=self.out.bar if self.out.tty() else None,
         )
 
-    def waits_on(self, node_id: str) -> frozenset[str]:
-        return self.needs.get(node_id, frozenset())
-
-    def settled(self, keys: Collection[str]) -> bool:
-        return self.build is None or self.build.settled(keys)
-
-    def release_rank(self, node_id: str) -> int:
-        return self.rank.get(node_id, 0)
-
     def _pump(self) -> None:
         if self.build is not None:
             self.out.pump(self.build.drain())
@@ -198,9 +226,13 @@ class PreparePhase:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         folder = getattr(self.config, "workerinput", {}).get(_NEEDS_DIR)
         if folder is not None:  # an xdist worker: tell the controller what the tests wait on
-            todo = self._tasks_by_test({item.nodeid: pieces_of_item(item) for item in items})
+            by_test = {item.nodeid: pieces_of_item(item) for item in items}
+            todo = self._tasks_by_test(by_test)
             worker = getattr(self.config, "workerinput", {})["workerid"]
             write_needs(Path(folder), worker, self.needs, todo)
+            if self.mode == "stream":
+                self.marks = SettledMarks(Path(folder))
+                items.sort(key=_release_rank_ignoring_cache(by_test))
             return
         if not self._enabled() or self.config.pluginmanager.has_plugin("dsession"):
             return
@@ -227,6 +259,9 @@ class PreparePhase:
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         # before the test's setup, outside pytest's output capture: the build lines printed
         # while it waits reach the terminal (inside setup they were captured and lost)
+        if self.marks is not None and hasattr(self.config, "workerinput"):
+            self.marks.wait(self.needs.get(nodeid, frozenset()))
+            return
         if self.build is None or hasattr(self.config, "workerinput"):
             return
         keys = self.needs.get(nodeid, frozenset())
@@ -237,23 +272,13 @@ class PreparePhase:
     def pytest_runtest_logfinish(self) -> None:
         self._pump()
 
-    # -- xdist's controller --------------------------------------------------------------------
+    def pytest_runtest_logreport(self) -> None:
+        # xdist's controller hears every worker's reports here: the build lines queued since
+        # are printed (a build settling releases tests, whose reports follow within seconds)
+        if not hasattr(self.config, "workerinput"):
+            self._pump()
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        dsession = config.pluginmanager.getplugin("dsession")
-        if (
-            not self._enabled()
-            or self.mode != "stream"
-            or config.getvalue("dist") != "load"
-            or not hasattr(dsession, "queue")
-        ):
-            return None  # xdist's own scheduler; the phase then blocks before the tests
-        self._dsession = dsession
-        # the build thread wakes the controller's loop with this event (run in its thread)
-        setattr(dsession, f"worker_{_WAKE}", self._on_build_event)
-        self.scheduler = StreamScheduling(config, log, self)
-        return self.scheduler
+    # -- xdist's controller --------------------------------------------------------------------
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -270,12 +295,18 @@ class PreparePhase:
             return
         planned = read_needs(Path(self._needs_dir.name), node.gateway.id, self.needs)
         self._order(planned.values())
-        if self.scheduler is None:  # blocking: the builds themselves are needed now
+        self.marks = SettledMarks(Path(self._needs_dir.name))
+        if self.mode != "stream":  # blocking: the builds themselves are needed now
             self._prepare_first(self._find_tasks(ids, set(planned)))
+            self.marks.mark_everything()
             return
         claim_of = claim_ids_from_sources(list(ids), self.config.rootpath)
         find = lambda: self._find_tasks(ids, set(planned))  # noqa: E731 - run in the thread
-        self._start(list(planned.values()), claim_of, self._background(find, self._wake))
+        background = self._background(find, self._mark_settled)
+        self._start(list(planned.values()), claim_of, background)
+        if self.build is None:  # nothing to build: nothing to wait for
+            self.marks.mark_everything()
+        self._mark_settled()  # what settled before the thread's first events could see build
 
     def _find_tasks(self, ids: list[str], wanted: set[str]) -> list[BuildTask]:
         """The builds the worker named, found among every piece the kinds offer."""
@@ -288,20 +319,46 @@ class PreparePhase:
                         found.setdefault(stamp_key(task), task)
         return list(found.values())
 
-    def _wake(self) -> None:
-        self._dsession.queue.put((_WAKE, {}))
-
-    def _on_build_event(self) -> None:
-        self._pump()
-        if self.scheduler is not None:
-            self.scheduler.release()
+    def _mark_settled(self) -> None:
+        """On the build thread, after each event: mark what has settled since."""
+        build, marks = self.build, self.marks
+        if build is None or marks is None:
+            return  # the thread started before _start kept it: the next event marks
+        if build.finished:
+            marks.mark_everything()
+            return
+        keys = {key for keys in self.needs.values() for key in keys} - self._marked
+        newly = [key for key in keys if build.settled([key])]
+        marks.mark(newly)
+        self._marked.update(newly)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:
         if self.build is not None:
             self.build.stop()
             self._pump()
+        if self.marks is not None and not hasattr(self.config, "workerinput"):
+            self.marks.mark_everything()
         if hasattr(self, "_needs_dir"):
             self._needs_dir.cleanup()
         self._closing.close()
         self.executor = None
+
+
+def _release_rank_ignoring_cache(by_test: dict[str, list[Any]]) -> Any:
+    """A sort key: each test's place in the order of release of *every* build the selection
+    names, built or not. xdist requires every worker to collect the same tests in the same
+    order, and workers finish collecting at different moments: an order that read the cache
+    could differ between them."""
+    needs = {
+        node_id: frozenset(stamp_key(task) for piece in pieces for task in piece.build_tasks())
+        for node_id, pieces in by_test.items()
+    }
+    tasks = {
+        stamp_key(task): task
+        for pieces in by_test.values()
+        for piece in pieces
+        for task in piece.build_tasks()
+    }
+    rank = UnblockingOrder(needs).release_order(list(tasks.values()))
+    return lambda item: rank.get(item.nodeid, 0)

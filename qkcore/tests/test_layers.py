@@ -210,3 +210,20 @@ def test_long_modules_say_why(path: Path):
         f"{path.relative_to(REPO)} has {lines} lines: split it, or say '{LONG_MODULE_REASON} "
         "...' in its docstring"
     )
+
+
+def test_nothing_imports_xdist_internals():
+    """xdist is used through its public hooks only (``pytest_configure_node``,
+    ``pytest_xdist_node_collection_finished``, ``workerinput``): no module imports from xdist's
+    submodules (scheduler, dsession, workermanage, remote) or a private name of it, whose
+    behaviour a new xdist release may change without notice."""
+    wrong = []
+    for path in _python_files():
+        if not path.exists():
+            continue
+        for target, names, _ in imports_of(path, module_name(path)):
+            if target.startswith("xdist.") or (
+                target == "xdist" and any(n.startswith("_") for n in names)
+            ):
+                wrong.append(f"{path.relative_to(REPO)} imports {target} {names}")
+    assert not wrong, "\n".join(wrong)
