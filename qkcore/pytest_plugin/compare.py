@@ -86,7 +86,9 @@ def _kind(value: object) -> str:
     return "null" if value is None else f"a JSON {type(value).__name__}"
 
 
-def _pairs(old: dict[str, RowRecord], new: dict[str, RowRecord], given: Sequence[str]):
+def _pairs(
+    old: dict[str, RowRecord], new: dict[str, RowRecord], given: Sequence[str]
+) -> dict[str, str]:
     pairs: dict[str, str] = {}
     for text in given:
         if "=" not in text:

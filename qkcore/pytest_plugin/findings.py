@@ -62,7 +62,7 @@ RULES = {
 _PREFIX_ORDER = {"F": 0, "S": 1, "R": 2, "P": 3}
 
 
-def claim_key(claim: str) -> tuple:
+def claim_key(claim: str) -> tuple[int, str, int, str]:
     """Order claim IDs as the paper does: F1 < F5 < S4a < S10b (numbers compare as numbers),
     then the companion's R1-R5 and the press's P1-P9."""
     match = re.match(r"([A-Z]+)(\d+)(.*)", claim or "")

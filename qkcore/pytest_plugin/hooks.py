@@ -18,8 +18,10 @@ which evidence is present depends on the machine.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 
+import pluggy
 import pytest
 
 import qkcore.pytest_plugin.hookspecs as hookspecs
@@ -149,7 +151,7 @@ def claim_fixture(request: pytest.FixtureRequest, claim_record: ClaimRecorder) -
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item):
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     try:
         return (yield)
     except PremiseUnmet:  # the premise check is recorded: the row is not-applicable
@@ -157,7 +159,9 @@ def pytest_runtest_call(item: pytest.Item):
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     state = item.config.stash[_state_key]
     record_phase(item, call, outcome.get_result(), state, item.stash.get(_records_key, None))
@@ -169,7 +173,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.config.stash[_finished_key] = finish_session(session, state, exitstatus)
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
     state: SessionState = config.stash[_state_key]
     if state.is_worker or not state.results:
         return

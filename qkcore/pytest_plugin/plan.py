@@ -104,7 +104,7 @@ def plan_lines(
         for key in keys:
             waiting_on[key].add(reason)
             rows_of[key].add(node_id)
-    groups: dict[frozenset, list[Any]] = defaultdict(list)
+    groups: dict[frozenset[tuple[str, str]], list[Any]] = defaultdict(list)
     for key, task in by_key.items():
         groups[frozenset(waiting_on[key])].append(task)
     wall = _minutes(sum(task.cost for task in tasks) / max(1, workers))[1:]

@@ -54,7 +54,7 @@ ALPHA = 0.05
 
 def binomial_tail(k: int, n: int) -> float:
     """``P(X >= k)``, ``X ~ Binomial(n, 1/2)``: the chance that ``k`` of ``n`` fair coins agree."""
-    return sum(comb(n, i) for i in range(k, n + 1)) / 2**n
+    return float(sum(comb(n, i) for i in range(k, n + 1)) / 2**n)
 
 
 def agreement_needed(n: int) -> int | None:

@@ -38,7 +38,7 @@ import os
 import platform
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qkcore.pytest_plugin.findings import errata, sorted_results, summary
 from qkcore.pytest_plugin.kinds import builtin_registry
@@ -46,6 +46,9 @@ from qkcore.pytest_plugin.report_errata import render_errata
 from qkcore.pytest_plugin.report_html import render_html
 from qkcore.pytest_plugin.report_md import render_markdown
 from qkcore.pytest_plugin.result import CLAIMS_SCHEMA, ClaimResult
+
+if TYPE_CHECKING:
+    from qkcore.pytest_plugin.state import SessionState
 
 __all__ = [
     "KEEP_RUNS",
@@ -132,7 +135,7 @@ def write_reports(
     return [json_path, md_path, html_path, errata_path]
 
 
-def run_report_dir(config: Any, state: Any) -> Path:
+def run_report_dir(config: Any, state: SessionState) -> Path:
     """This run's report folder: ``--claims-report-dir``, or ``reports/runs/<UTC time>-<pid>``."""
     if state.report_dir is not None:
         return state.report_dir
@@ -140,7 +143,7 @@ def run_report_dir(config: Any, state: Any) -> Path:
     return state.rootdir / "reports" / "runs" / f"{stamp}-{os.getpid()}"
 
 
-def publish_latest(report_dir: Path, state: Any) -> Path:
+def publish_latest(report_dir: Path, state: SessionState) -> Path:
     """Point ``reports/latest`` at ``report_dir`` in one atomic step (a symlink replaced by
     rename), and prune runs beyond :data:`KEEP_RUNS`."""
     latest = state.rootdir / "reports" / "latest"

@@ -26,7 +26,7 @@ __all__ = ["record_phase"]
 
 def record_phase(
     item: pytest.Item,
-    call: pytest.CallInfo,
+    call: pytest.CallInfo[None],
     report: pytest.TestReport,
     state: SessionState,
     recorder: ClaimRecorder | None,

@@ -42,7 +42,9 @@ class ClaimsSession:
     def __init__(self, state: SessionState) -> None:
         self.state = state
 
-    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple | None:
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
         """A claim row's verdict as it is decided: ``R`` refuted, ``?`` inconclusive, ``n``
         not-applicable (``-v``: the word)."""
         if report.when != "call" or self.state.is_worker:

@@ -37,7 +37,7 @@ _RANK = {
 
 
 def phase_verdict(
-    report: pytest.TestReport, call: pytest.CallInfo, recorder: ClaimRecorder | None
+    report: pytest.TestReport, call: pytest.CallInfo[None], recorder: ClaimRecorder | None
 ) -> tuple[Verdict | None, str]:
     """The verdict this phase implies, or None when it says nothing new."""
     if call.excinfo is not None and call.excinfo.errisinstance(ForwardUnavailable):
@@ -93,7 +93,7 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return str(longrepr)
 
 
-def _short_error(call: pytest.CallInfo) -> str:
+def _short_error(call: pytest.CallInfo[None]) -> str:
     if call.excinfo is None:
         return ""
     text = call.excinfo.exconly().strip()
