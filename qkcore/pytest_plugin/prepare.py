@@ -80,6 +80,13 @@ class SettledMarks:
     def mark_everything(self) -> None:
         self.mark(["everything"])
 
+    def mark_stopping(self) -> None:
+        """The run is stopping (``--maxfail``): a waiting test is skipped, not run."""
+        self.mark(["stopping", "everything"])
+
+    def stopping(self) -> bool:
+        return (self.folder / "stopping").exists()
+
     def settled(self, keys: Collection[str]) -> bool:
         if not self.folder.parent.exists() or (self.folder / "everything").exists():
             return True
@@ -104,6 +111,7 @@ class PreparePhase:
         self.build: BackgroundBuild | None = None
         self.marks: SettledMarks | None = None  # xdist: the controller's or a worker's
         self._marked: set[str] = set()
+        self._failures = 0
         self.out = PhaseTerminal(config)
         self.executor: Executor | None = None
         self._closing = contextlib.ExitStack()
@@ -259,9 +267,6 @@ class PreparePhase:
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         # before the test's setup, outside pytest's output capture: the build lines printed
         # while it waits reach the terminal (inside setup they were captured and lost)
-        if self.marks is not None and hasattr(self.config, "workerinput"):
-            self.marks.wait(self.needs.get(nodeid, frozenset()))
-            return
         if self.build is None or hasattr(self.config, "workerinput"):
             return
         keys = self.needs.get(nodeid, frozenset())
@@ -272,11 +277,25 @@ class PreparePhase:
     def pytest_runtest_logfinish(self) -> None:
         self._pump()
 
-    def pytest_runtest_logreport(self) -> None:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        # an xdist worker waits here for the controller's marks; a worker blocked in a wait
+        # does not hear xdist's shutdown, so a stopping run marks it and the test is skipped
+        if self.marks is not None and hasattr(self.config, "workerinput"):
+            self.marks.wait(self.needs.get(item.nodeid, frozenset()))
+            if self.marks.stopping():
+                pytest.skip("the run stopped (--maxfail) before this test's evidence was built")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # xdist's controller hears every worker's reports here: the build lines queued since
         # are printed (a build settling releases tests, whose reports follow within seconds)
-        if not hasattr(self.config, "workerinput"):
-            self._pump()
+        if hasattr(self.config, "workerinput"):
+            return
+        self._pump()
+        maxfail = int(self.config.getoption("maxfail", 0) or 0)
+        self._failures += int(report.failed)
+        if self.marks is not None and maxfail and self._failures >= maxfail:
+            self.marks.mark_stopping()  # the count xdist stops at (its own dsession rule)
 
     # -- xdist's controller --------------------------------------------------------------------
 

@@ -188,3 +188,16 @@ def test_streamed_verdicts_are_those_of_a_run_that_prepares_first(tmp_path):
     first = _claims_run(tmp_path, "first")
     assert any("weights:minilm-l6" in node for node in streamed), sorted(streamed)
     assert streamed == first
+
+
+def test_a_run_stopped_by_maxfail_does_not_wait_for_builds(suite, tables):  # noqa: F811
+    """Under xdist a worker waiting on a build does not hear xdist's shutdown: when a test
+    fails with ``--maxfail=1`` while the other worker waits on the 8 s build, that test is
+    skipped and the run ends without running it."""
+    suite.makepyfile(
+        test_a_fail="import time\n\ndef test_fails():\n    time.sleep(3)\n    assert False\n"
+    )
+    result, _, times = _run(suite, tables, "maxfail", "-n", "2", "--maxfail", "1")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()  # xdist's maxfail
+    assert "ran-slow_late" not in times, times
+    result.stdout.fnmatch_lines(["*1 failed, 1 passed, 2 skipped*"])
