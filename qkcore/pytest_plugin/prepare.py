@@ -64,9 +64,10 @@ class SettledMarks:
 
     The controller marks each build key once it is built or failed (a failed build's tests
     rebuild it and error in their own rows), and ``everything`` when the phase ends for any
-    reason - tests then build lazily whatever is left. A worker waits on the marks: no channel
-    into xdist's controller loop is needed, and a vanished folder (the controller gone) never
-    holds a test.
+    reason - tests then build lazily whatever is left - and ``stopping`` when the run stops at
+    ``--maxfail`` (a waiting test is then skipped: a worker blocked in a wait never hears
+    xdist's shutdown). A worker waits on the marks: no channel into xdist's controller loop is
+    needed, and a vanished folder (the controller gone) never holds a test.
     """
 
     def __init__(self, folder: Path) -> None:
