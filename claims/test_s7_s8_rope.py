@@ -136,17 +136,15 @@ def test_phase_features_explain_the_partial(evidence, claim: Claim):
         claim.printed("p, controlled partial", after.p)
     if evidence.ref.kind != "paper":
         return
-    # the table prints its three columns for each of its models
-    row = [printed(c, name) for c in ("partial | dir_frac", "partial | dir_frac + phase")]
-    atten_text = printed("attenuation %", name)
-    assert row[0] is not None and row[1] is not None and atten_text is not None, row
-    b_lo, b_hi = _printed_interval(row[0])
-    a_lo, a_hi = _printed_interval(row[1])
+    # the table prints its three columns for each of its models: {column: {model: text}}
+    mediation = claim.entry.printed
+    b_lo, b_hi = _printed_interval(mediation["partial | dir_frac"][name])
+    a_lo, a_hi = _printed_interval(mediation["partial | dir_frac + phase"][name])
     implied = (100 * (1 - a_hi / b_lo), 100 * (1 - a_lo / b_hi))
     # the printed attenuation's own rounding (+-0.5) must reach the interval its partials allow
     claim.consistency(
         "printed attenuation vs printed partials",
-        float(atten_text),
+        float(mediation["attenuation %"][name]),
         "in",
         (implied[0] - 0.5, implied[1] + 0.5),
         note=f"the printed partials allow {implied[0]:.1f}-{implied[1]:.1f}%",

@@ -118,9 +118,11 @@ def check_evidence_options(options: EvidenceOptions) -> None:
         except QKError as exc:
             raise QKError(f"--claims-toy-regime: {exc}") from None
     check_cache_root()
-    if options.models:
-        from qkcore.models.schemes import probe_scheme
-        from qkcore.models.sources import resolve_source
+    if not options.models:
+        return
+    from qkcore.models.schemes import probe_scheme
+    from qkcore.models.sources import resolve_source
+
     for spec in options.models:
         try:
             probe_scheme(resolve_source(spec))

@@ -159,13 +159,13 @@ class PreparePhase:
         except QKError as exc:
             raise pytest.UsageError(f"--claims-executor {self.executor_spec}: {exc}") from None
 
-    def _tasks_by_test(self, by_test: dict[str, list[Any]]) -> dict[str, BuildTask]:
+    def _tasks_by_test(self, by_test: dict[str, list[BuildTask]]) -> dict[str, BuildTask]:
         """Fill :attr:`needs` (test -> stamps of builds not yet done); those builds by stamp."""
         todo: dict[str, BuildTask] = {}
         done: set[str] = set()
-        for node_id, pieces in by_test.items():
+        for node_id, tasks in by_test.items():
             keys = set()
-            for task in (task for piece in pieces for task in piece.build_tasks()):
+            for task in tasks:
                 key = stamp_key(task)
                 if key in done:
                     continue
@@ -235,7 +235,7 @@ class PreparePhase:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         folder = getattr(self.config, "workerinput", {}).get(_NEEDS_DIR)
         if folder is not None:  # an xdist worker: tell the controller what the tests wait on
-            by_test = {item.nodeid: pieces_of_item(item) for item in items}
+            by_test = {item.nodeid: _build_tasks(item) for item in items}
             todo = self._tasks_by_test(by_test)
             worker = getattr(self.config, "workerinput", {})["workerid"]
             write_needs(Path(folder), worker, self.needs, todo)
@@ -245,7 +245,7 @@ class PreparePhase:
             return
         if not self._enabled() or self.config.pluginmanager.has_plugin("dsession"):
             return
-        self._todo = self._tasks_by_test({item.nodeid: pieces_of_item(item) for item in items})
+        self._todo = self._tasks_by_test({item.nodeid: _build_tasks(item) for item in items})
         self._order(self._todo.values())
         if self.mode == "stream":  # what waits on nothing first, then by expected release
             items.sort(key=lambda item: self.rank.get(item.nodeid, 0))
@@ -365,20 +365,17 @@ class PreparePhase:
         self.executor = None
 
 
-def _release_rank_ignoring_cache(by_test: dict[str, list[Any]]) -> Any:
+def _build_tasks(item: pytest.Item) -> list[BuildTask]:
+    """What the evidence of ``item``'s parameters must build."""
+    return [task for piece in pieces_of_item(item) for task in piece.build_tasks()]
+
+
+def _release_rank_ignoring_cache(by_test: dict[str, list[BuildTask]]) -> Any:
     """A sort key: each test's place in the order of release of *every* build the selection
     names, built or not. xdist requires every worker to collect the same tests in the same
     order, and workers finish collecting at different moments: an order that read the cache
     could differ between them."""
-    needs = {
-        node_id: frozenset(stamp_key(task) for piece in pieces for task in piece.build_tasks())
-        for node_id, pieces in by_test.items()
-    }
-    tasks = {
-        stamp_key(task): task
-        for pieces in by_test.values()
-        for piece in pieces
-        for task in piece.build_tasks()
-    }
-    rank = UnblockingOrder(needs).release_order(list(tasks.values()))
+    needs = {node_id: frozenset(map(stamp_key, tasks)) for node_id, tasks in by_test.items()}
+    unique = {stamp_key(task): task for tasks in by_test.values() for task in tasks}
+    rank = UnblockingOrder(needs).release_order(list(unique.values()))
     return lambda item: rank.get(item.nodeid, 0)
