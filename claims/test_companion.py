@@ -24,7 +24,7 @@ from claims.premises import null_rank_correlation, rho_power
 from qkcore.analysis.depth import (
     attention_patterns,
     depth_misprediction,
-    head_reserves,
+    real_input_reserves,
     real_inputs,
 )
 from qkcore.linalg.resolvent import (
@@ -285,7 +285,7 @@ def test_signed_non_normality(evidence, claim: Claim):
     majority is suppressed below matched shuffle nulls".
 
     Reading: per head (2 sequences of 48 real tokens, 8 row-shuffle draws each, powers up to
-    32; :func:`qkcore.analysis.depth.head_reserves`) the excess log transient reserve over the
+    32; :func:`qkcore.analysis.depth.real_input_reserves`) the excess log transient reserve over the
     matched null, and the sink share (mean attention of queries i >= 1 to position 0). Sink
     heads: sink share >= 0.5 (most of their attention parks on the first position); routing
     heads: the rest. "Tracks previous-token function": across routing heads, Spearman(excess,
@@ -305,9 +305,7 @@ def test_signed_non_normality(evidence, claim: Claim):
     heads must have power >= 0.8 against the vocabulary's effect_rho, 0.47 (exact test below
     10 heads)."""
     _causal_premise(evidence, claim)
-    model = evidence.model()
-    patterns = attention_patterns(model, real_inputs(model, 2, 48))
-    reserves = head_reserves(patterns, n_null=8)
+    reserves = real_input_reserves(evidence.model(), n_seq=2, length=48, n_null=8)
     excess, sink = reserves["excess"].ravel(), reserves["sink"].ravel()
     is_sink = sink >= 0.5
     try:
@@ -389,29 +387,11 @@ def test_no_single_summary_predicts_criticality(evidence, claim: Claim):
     criticality to predict.
 
     Power: the interval's width (no separate power check: an absence needs no significance)."""
-    from qkcore.analysis.ablation import run_with_hooks
-    from qkcore.analysis.behaviour import induction_losses, repeated_random_tokens
+    from qkcore.analysis.ablation import head_removal_criticality
 
     model = evidence.model()
     table = evidence.head_table()
-    tokens = repeated_random_tokens(50, 64, model.d_vocab, None, 3, low=0)
-
-    def loss(hooks):
-        logits, _ = run_with_hooks(model, tokens, hooks)
-        return induction_losses(logits, tokens, 64)["induction_loss"]
-
-    base = loss([])
-    critical = np.empty((model.n_layers, model.n_heads))
-    for layer in range(model.n_layers):
-        for head in range(model.n_heads):
-
-            def zero(tensor, hook=None, head=head):
-                out = tensor.clone()
-                out[:, head] = 0.0
-                return out
-
-            critical[layer, head] = loss([(f"blocks.{layer}.attn.hook_pattern", zero)]) - base
-    critical = critical.ravel()
+    critical = head_removal_criticality(model, n_seq=50, length=64, seed=3).ravel()
     claim.measure("criticality per head", critical.tolist())
     claim.premise(
         "largest |criticality| (a head whose removal moves the induction loss)",
@@ -420,7 +400,7 @@ def test_no_single_summary_predicts_criticality(evidence, claim: Claim):
         "moves",
     )
     n = critical.size
-    reserves = head_reserves(attention_patterns(model, real_inputs(model, 2, 48)), n_null=8)
+    reserves = real_input_reserves(model, n_seq=2, length=48, n_null=8)
     summaries = {name: table[name].to_numpy() for name in R5_SUMMARIES[:-1]}
     summaries["reserve excess"] = reserves["excess"].ravel()
     for name in R5_SUMMARIES:

@@ -30,7 +30,7 @@ import json
 import os
 import shutil
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +47,7 @@ __all__ = [
     "NOT_COMPUTING",
     "NUMERIC_PACKAGES",
     "DiskCache",
+    "argument_key",
     "cached_frame",
     "code_digest",
     "entries_built_here",
@@ -252,6 +253,15 @@ def code_digest() -> str:
     """
     payload = package_digest(Path(__file__).parent) + package_versions()
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def argument_key(kind: str, arguments: Mapping[str, object]) -> str:
+    """``<kind>-<16 hex>`` naming a computation by every argument it takes (JSON, sorted keys).
+
+    Example: ``argument_key("wishart-heads", {"d_eff": 1023, "k": 64, "draws": 1000, "seed": 0})``.
+    """
+    text = json.dumps(dict(arguments), sort_keys=True)
+    return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
 def cached_frame(key: str, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:

@@ -11,6 +11,7 @@ never asks which source it came from.
 - :mod:`~qkcore.analysis.tablecompare` - two tables of one model, column by column
 - :mod:`~qkcore.analysis.depth`      - attention on real inputs in the resolvent view
 - :mod:`~qkcore.analysis.history`    - §9 natural history along a run's checkpoints
+- :mod:`~qkcore.analysis.perhead`    - per-head results of a model, cached by its content
 - :mod:`~qkcore.analysis.ginibre`    - random-matrix nulls of a shape (bands, head pools), cached
 - :mod:`~qkcore.analysis.gridruns`   - §10 grid runs in one form (released or trained here)
 - :mod:`~qkcore.analysis.circuit`    - whether a toy's circuit is the classic one

@@ -27,7 +27,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from qkcore.analysis.behaviour import induction_losses, next_token_nll
+from qkcore.analysis.behaviour import induction_losses, next_token_nll, repeated_random_tokens
+from qkcore.analysis.perhead import cached_head_arrays
 from qkcore.errors import QKError
 from qkcore.linalg.rope import frequency_operators, symmetric_scores
 from qkcore.models.loaded import logits_as_numpy
@@ -41,6 +42,7 @@ __all__ = [
     "ablation_sweep",
     "corpus_sweep",
     "first_order_sweep",
+    "head_removal_criticality",
     "next_token_loss",
     "run_with_hooks",
     "screened_sweep",
@@ -171,6 +173,42 @@ def ablation_effect(
     logits, _ = run_with_hooks(model, tokens, with_ablation(model, layer, head, kind))
     ablated = induction_losses(logits, tokens, length)["induction_loss"]
     return {"before": baseline, "after": ablated, "delta": ablated - baseline}
+
+
+def head_removal_criticality(
+    model, *, n_seq: int = 50, length: int = 64, seed: int = 3, bos: int | None = None
+) -> np.ndarray:
+    """Per head ``[L, H]``: the rise of the induction loss on ``[BOS, r, r]`` when the head's
+    output is removed (its attention pattern zeroed in the forward pass), tokens
+    :func:`~qkcore.analysis.behaviour.repeated_random_tokens` ``(n_seq, length, seed)``.
+    Cached by model content and arguments (:mod:`qkcore.analysis.perhead`)."""
+
+    def sweep() -> dict[str, np.ndarray]:
+        tokens = repeated_random_tokens(n_seq, length, model.d_vocab, bos, seed, low=0)
+
+        def loss(hooks: list) -> float:
+            logits, _ = run_with_hooks(model, tokens, hooks)
+            return induction_losses(logits, tokens, length)["induction_loss"]
+
+        base = loss([])
+        rise = np.empty((model.n_layers, model.n_heads))
+        for layer in range(model.n_layers):
+            for head in range(model.n_heads):
+                removed = [(f"blocks.{layer}.attn.hook_pattern", _zero_head(head))]
+                rise[layer, head] = loss(removed) - base
+        return {"criticality": rise}
+
+    arguments = {"n_seq": n_seq, "length": length, "seed": seed, "bos": bos}
+    return cached_head_arrays(model, "removal-criticality", arguments, sweep)["criticality"]
+
+
+def _zero_head(head: int) -> Callable:
+    def zero(tensor, hook=None):
+        out = tensor.clone()
+        out[:, head] = 0.0
+        return out
+
+    return zero
 
 
 def ablation_sweep(

@@ -189,7 +189,12 @@ def k_composition(model) -> np.ndarray:
     With row-vector residuals, (l1, h1) adds ``x W_V W_O`` and (l2, h2) scores
     ``x_i W_Q W_K^T x_j^T``, so the key side sees ``W_QK W_OV^T``; the score is the normalised
     Frobenius overlap ``||W_Q W_K^T W_O^T W_V^T||_F / (||W_Q W_K^T||_F ||W_V W_O||_F)``
-    (Elhage et al. 2021), computed from k x k Gram matrices, never d x d.
+    (Elhage et al. 2021), never formed as a d x d product.
+
+    With ``W_Q = Q_q R_q`` and ``W_V = Q_v R_v`` (thin QR; ``Q`` has orthonormal columns, so it
+    leaves Frobenius norms unchanged) the numerator is ``||R_q W_K^T W_O^T R_v^T||_F =
+    ||(R_v W_O)(W_K R_q^T)||_F``: one ``[kv, d] @ [d, k]`` product per pair of heads, done for
+    all earlier heads of a layer as one matrix product ``[l2 H kv, d] @ [d, H k]``.
     """
     import torch
 
@@ -198,20 +203,19 @@ def k_composition(model) -> np.ndarray:
         W_O = model.bridge.W_O.double().numpy()
     W_V = np.repeat(W_V, model.n_heads // W_V.shape[1], axis=1)  # GQA
     A, B = model.factors.A, model.factors.B  # [L, H, d, k]
-    gq = np.swapaxes(A, -1, -2) @ A  # W_Q^T W_Q
-    gv = np.swapaxes(W_V, -1, -2) @ W_V  # W_V^T W_V
-    qk_norm = np.sqrt(model.factors.frobenius_sq)  # [L, H]
-    ov_norm = np.sqrt(np.einsum("lhij,lhji->lh", gv, W_O @ np.swapaxes(W_O, -1, -2)))
     L, H = model.n_layers, model.n_heads
+    k, kv = B.shape[-1], W_O.shape[-2]
+    r_q = np.linalg.qr(A, mode="r")  # [L, H, k, k]
+    r_v = np.linalg.qr(W_V, mode="r")  # [L, H, kv, kv]
+    keys = B @ np.swapaxes(r_q, -1, -2)  # W_K R_q^T: [L, H, d, k]
+    writes = r_v @ W_O  # R_v W_O: [L, H, kv, d]
+    qk_norm = np.sqrt(model.factors.frobenius_sq)  # [L, H]
+    ov_norm = np.linalg.norm(writes, axis=(-2, -1))  # ||W_V W_O||_F = ||R_v W_O||_F
     out = np.full((L, H, L, H), np.nan)
     for l2 in range(1, L):
-        # P = W_K^T W_O^T for every earlier head: [H2, L1, H1, k, k_v]
-        P = np.einsum("hdk,lgvd->hlgkv", B[l2], W_O[:l2])
-        # ||W_Q P W_V^T||^2 = tr(gq P gv P^T)
-        left = np.einsum("hij,hlgjv->hlgiv", gq[l2], P)
-        right = np.einsum("hlgiv,lgvw->hlgiw", P, gv[:l2])
-        sq = np.einsum("hlgiv,hlgiv->hlg", left, right)
-        out[l2, :, :l2] = np.sqrt(np.clip(sq, 0, None)) / (
-            qk_norm[l2][:, None, None] * ov_norm[:l2][None]
-        )
+        earlier = writes[:l2].reshape(l2 * H * kv, -1)
+        reader = np.moveaxis(keys[l2], 0, 1).reshape(keys.shape[-2], H * k)  # [d, H k]
+        product = (earlier @ reader).reshape(l2, H, kv, H, k)
+        sq = np.einsum("lgvhk,lgvhk->hlg", product, product)
+        out[l2, :, :l2] = np.sqrt(sq) / (qk_norm[l2][:, None, None] * ov_norm[:l2][None])
     return out

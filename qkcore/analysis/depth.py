@@ -23,12 +23,14 @@ Example::
     patterns = attention_patterns(model, tokens)        # [B, L, H, n, n]
     depth_misprediction(patterns[0].mean(axis=1))       # orders of magnitude
     head_reserves(patterns, n_null=8)                   # {"excess": [L, H], "sink": [L, H]}
+    real_input_reserves(model, n_seq=2, length=48)      # the same from real inputs, cached
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from qkcore.analysis.perhead import cached_head_arrays
 from qkcore.linalg.resolvent import (
     deflated_product,
     perron_projector,
@@ -41,6 +43,7 @@ __all__ = [
     "attention_patterns",
     "depth_misprediction",
     "head_reserves",
+    "real_input_reserves",
     "real_inputs",
     "transient_reserve",
 ]
@@ -100,3 +103,30 @@ def head_reserves(
         "excess": (real - null).mean(axis=0),
         "sink": sink,
     }
+
+
+def real_input_reserves(
+    model: LoadedModel,
+    *,
+    n_seq: int = 2,
+    length: int = 48,
+    n_null: int = 8,
+    max_power: int = 32,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """:func:`head_reserves` of the model's patterns on :func:`real_inputs` ``(n_seq, length,
+    seed)``, the nulls drawn with ``seed``; cached by model content and arguments
+    (:mod:`qkcore.analysis.perhead`): ``{"reserve", "null", "excess", "sink"}``, each ``[L, H]``."""
+
+    def compute() -> dict[str, np.ndarray]:
+        patterns = attention_patterns(model, real_inputs(model, n_seq, length, seed))
+        return head_reserves(patterns, n_null=n_null, max_power=max_power, seed=seed)
+
+    arguments = {
+        "n_seq": n_seq,
+        "length": length,
+        "n_null": n_null,
+        "max_power": max_power,
+        "seed": seed,
+    }
+    return cached_head_arrays(model, "real-input-reserves", arguments, compute)

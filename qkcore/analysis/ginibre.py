@@ -17,14 +17,10 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 
-from qkcore.diskcache import cached_frame
+from qkcore.diskcache import argument_key, cached_frame
 from qkcore.linalg.operators import QKFactors
 from qkcore.linalg.rope import RotaryInfo, phase_features
 from qkcore.linalg.spectra import D_head, dir_frac, spectral_metrics
@@ -65,7 +61,7 @@ def ginibre_median_band(
         "coverage": coverage,
     }
     frame = cached_frame(
-        _key("ginibre-band", arguments),
+        argument_key("ginibre-band", arguments),
         lambda: _draw_band(d, k, n_heads, centred, rotary, draws, seed, coverage),
     )
     return {
@@ -118,7 +114,7 @@ def wishart_head_pool(d_eff: int, k: int, draws: int = 1000, seed: int = 0) -> p
     """
     arguments = {"d_eff": d_eff, "k": k, "draws": draws, "seed": seed}
     return cached_frame(
-        _key("wishart-heads", arguments), lambda: _draw_heads(d_eff, k, draws, seed)
+        argument_key("wishart-heads", arguments), lambda: _draw_heads(d_eff, k, draws, seed)
     )
 
 
@@ -134,8 +130,3 @@ def _draw_heads(d_eff: int, k: int, draws: int, seed: int) -> pd.DataFrame:
         ops = QKFactors.from_weights(R[:, :, :k], R[:, :, k:])
         parts.append(pd.DataFrame({"dir_frac": dir_frac(ops), "D_head": D_head(ops)}))
     return pd.concat(parts, ignore_index=True)
-
-
-def _key(kind: str, arguments: Mapping[str, object]) -> str:
-    text = json.dumps(arguments, sort_keys=True)
-    return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
