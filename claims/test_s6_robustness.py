@@ -59,6 +59,7 @@ from qkcore.stats.inference import (
     benjamini_hochberg,
     ols_residuals,
     rank_biserial,
+    spearman_rhos,
 )
 from qkcore.stats.population import (
     partial_rho,
@@ -547,14 +548,13 @@ def _clustered_partials(
         members = [np.flatnonzero(layers == label) for label in labels]
         control = table["dir_frac"].to_numpy(dtype=float)
         prev = table["prev"].to_numpy(dtype=float)
-        columns = [table[m].to_numpy(dtype=float) for m in metrics]
+        stacked = np.column_stack([prev] + [table[m].to_numpy(dtype=float) for m in metrics])
         reps = np.empty((resamples, len(metrics)))
         for b in range(resamples):
             rows = np.concatenate([members[i] for i in rng.integers(0, labels.size, labels.size)])
-            target = ols_residuals(prev[rows], control[rows])
-            for j, column in enumerate(columns):
-                residual = ols_residuals(column[rows], control[rows])
-                reps[b, j] = scipy.stats.spearmanr(residual, target)[0]
+            # prev and the metrics regressed on dir_frac in one least-squares solve
+            residuals = ols_residuals(stacked[rows], control[rows])
+            reps[b] = spearman_rhos(residuals[:, 1:], residuals[:, 0])
         out[name] = reps
     return out
 

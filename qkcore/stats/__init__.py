@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         percentile_rank,
         rank_biserial,
         spearman_exact,
+        spearman_rhos,
     )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "percentile_rank",
     "rank_biserial",
     "spearman_exact",
+    "spearman_rhos",
 ]
 
 # Lazy: the claims plugin reads qkcore.stats.equivalence and .printed (pure Python) on every
@@ -64,5 +66,6 @@ __getattr__, __dir__ = lazy_exports(
         "percentile_rank": "qkcore.stats.inference",
         "rank_biserial": "qkcore.stats.inference",
         "spearman_exact": "qkcore.stats.inference",
+        "spearman_rhos": "qkcore.stats.inference",
     },
 )

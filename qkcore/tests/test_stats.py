@@ -22,6 +22,7 @@ from qkcore.stats.inference import (
     partial_spearman,
     percentile_rank,
     rank_biserial,
+    spearman_rhos,
 )
 from qkcore.stats.printed import decimals, reproduces
 
@@ -93,6 +94,40 @@ def test_ols_residuals_are_orthogonal_to_the_design(seed):
     r = ols_residuals(rng.standard_normal(40), controls)
     design = np.column_stack([np.ones(40), controls])
     np.testing.assert_allclose(design.T @ r, 0.0, atol=1e-10)
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(2, 5))
+def test_ols_residuals_of_several_responses_are_each_response_fitted_alone(seed, m):
+    """One solve for ``[n, m]`` responses is m separate fits (the same LAPACK least-squares
+    problem per column; 1e-12 absolute on residuals of unit-scale data allows the blocked
+    solve's different rounding, ~1e-15 per entry)."""
+    rng = np.random.default_rng(seed)
+    controls, y = rng.standard_normal((30, 1)), rng.standard_normal((30, m))
+    together = ols_residuals(y, controls)
+    assert together.shape == (30, m)
+    for j in range(m):
+        np.testing.assert_allclose(together[:, j], ols_residuals(y[:, j], controls), atol=1e-12)
+
+
+@given(st.integers(0, 2**32 - 1), st.booleans())
+def test_spearman_rhos_are_scipys_spearman(seed, ties):
+    """Each column's rho equals scipy.stats.spearmanr's within 1e-12: both are the Pearson
+    correlation of average ranks, summed in a different order (|rho| <= 1, ~1e-15 apart)."""
+    rng = np.random.default_rng(seed)
+    draw = (lambda size: rng.integers(0, 5, size).astype(float)) if ties else rng.standard_normal
+    target, columns = draw(25), np.column_stack([draw(25) for _ in range(3)])
+    rhos = spearman_rhos(columns, target)
+    for j in range(3):
+        expected = scipy.stats.spearmanr(columns[:, j], target)[0]
+        if np.isnan(expected):  # a constant column of ties: no rank correlation
+            assert np.isnan(rhos[j])
+        else:
+            assert rhos[j] == pytest.approx(expected, abs=1e-12)
+
+
+def test_spearman_rhos_of_a_constant_column_is_nan():
+    rhos = spearman_rhos(np.column_stack([np.ones(6), np.arange(6.0)]), np.arange(6.0))
+    assert np.isnan(rhos[0]) and rhos[1] == pytest.approx(1.0)
 
 
 def test_partial_spearman_ignores_anything_linear_in_the_controls():
