@@ -12,6 +12,8 @@ what the build writes, so editing the engine keeps the cache
 - :mod:`~qkcore.engine.background` - the same in a thread, so tests run as builds finish
 - :mod:`~qkcore.engine.executors`  - where builds run: the protocol, and the local process pool
 - :mod:`~qkcore.engine.choose`     - an executor by name (``--claims-executor``)
+- :mod:`~qkcore.engine.planfile`   - a plan on disk: a selection's tests and their builds
+- :mod:`~qkcore.engine.build_cli`  - ``qk-claims-build``: a plan's builds, as a command
 - :mod:`~qkcore.engine.cluster`    - a Dask cluster (with :mod:`~qkcore.engine.on_worker`, what
   its workers run, and :mod:`~qkcore.engine.slurm`, workers as Slurm jobs)
 """

@@ -41,6 +41,15 @@ def add_claims_options(parser: pytest.Parser) -> None:
         "it needs when it first runs, silently. 'on' is 'stream'",
     )
     group.addoption(
+        "--claims-plan-out",
+        default=None,
+        metavar="PATH",
+        help="write the plan - each selected test's builds and how to build them - to PATH "
+        "(JSON; with --collect-only, nothing else runs); qk-claims-build PATH then builds it, "
+        "here or on a cluster, and pytest judges once it is built (docs/stages.md). One "
+        "process: not with -n",
+    )
+    group.addoption(
         "--claims-only-scheme",
         choices=("ape", "alibi", "rope"),
         default=None,

@@ -120,6 +120,13 @@ class PreparePhase:
             self.executor_spec = check_executor_spec(str(config.getoption("--claims-executor")))
         except QKError as exc:
             raise pytest.UsageError(str(exc)) from None
+        distributed = getattr(config.option, "dist", "no") not in ("no", None)
+        distributed = distributed and not hasattr(config, "workerinput")
+        if config.getoption("--claims-plan-out", None) and distributed:
+            raise pytest.UsageError(
+                "--claims-plan-out writes the plan in one process: drop -n (the plan is the "
+                "same, and collecting is quick)"
+            )
         if self.mode == "stream" and config.getoption("maxschedchunk", None) is None:
             # xdist's --maxschedchunk: hand a worker one test at a time, so a worker that waits
             # on a build holds no test another worker could run now (xdist's default hands out
@@ -243,6 +250,9 @@ class PreparePhase:
                 self.marks = SettledMarks(Path(folder))
                 items.sort(key=_release_rank_ignoring_cache(by_test))
             return
+        plan_out = self.config.getoption("--claims-plan-out", None)
+        if plan_out and not hasattr(self.config, "workerinput"):
+            _write_plan(Path(plan_out), items)
         if not self._enabled() or self.config.pluginmanager.has_plugin("dsession"):
             return
         self._todo = self._tasks_by_test({item.nodeid: _build_tasks(item) for item in items})
@@ -363,6 +373,16 @@ class PreparePhase:
             self._needs_dir.cleanup()
         self._closing.close()
         self.executor = None
+
+
+def _write_plan(path: Path, items: list[pytest.Item]) -> None:
+    """Stage one on disk: the selected tests and their builds (:mod:`qkcore.engine.planfile`)."""
+    from qkcore.engine.planfile import Plan
+
+    try:
+        Plan.from_tasks({item.nodeid: _build_tasks(item) for item in items}).write(path)
+    except (QKError, OSError) as exc:
+        raise pytest.UsageError(f"--claims-plan-out {path}: {exc}") from None
 
 
 def _build_tasks(item: pytest.Item) -> list[BuildTask]:
