@@ -20,14 +20,23 @@ input (a missing, damaged or stale plan; an unknown executor).
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import socket
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
 
 from qkcore.engine.choose import check_executor_spec, open_executor
 from qkcore.engine.order import UnblockingOrder
 from qkcore.engine.planfile import Plan
-from qkcore.engine.prepare import prepare, print_line
+from qkcore.engine.prepare import prepare
+from qkcore.engine.stamps import mark_failed, stamp_key
+from qkcore.engine.watch import BUILDER_FINISHED, BUILDER_STARTED, builder_log
 from qkcore.errors import QKError
+from qkcore.evidence.tasks import BuildTask
 
 __all__ = ["main"]
 
@@ -50,20 +59,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers {args.workers}: at least one build process is needed")
+    log_path = builder_log(args.plan)
     try:
-        plan = Plan.read(args.plan)
-        plan.check_code(args.plan)
+        log = open(log_path, "w", encoding="utf-8")
+    except OSError as exc:
+        print(
+            f"qk-claims-build: cannot write {log_path} ({exc.strerror}): the plan's folder "
+            "must be writable",
+            file=sys.stderr,
+        )
+        return 2
+    line = _tee(log)
+    status = 2
+    try:
+        line(f"{BUILDER_STARTED} pid {os.getpid()} on {socket.gethostname()} ({args.plan})")
+        status = _build(args.plan, args.executor, args.workers, line)
+        return status
+    finally:
+        line(f"{BUILDER_FINISHED} (exit {status})")
+        log.close()
+
+
+def _build(plan_path: str, executor_spec: str, workers: int, line: Callable[[str], None]) -> int:
+    try:
+        plan = Plan.read(Path(plan_path))
+        plan.check_code(plan_path)
         tasks = plan.tasks()
-        spec = check_executor_spec(args.executor)
+        spec = check_executor_spec(executor_spec)
     except QKError as exc:
         print(f"qk-claims-build: {exc}", file=sys.stderr)
+        line(f"qk-claims-build: {exc}")
         return 2
-    line = print_line(sys.stdout)
-    line(f"qk-claims-build: {len(plan.tests)} tests wait on {len(tasks)} builds ({args.plan})")
+    line(f"qk-claims-build: {len(plan.tests)} tests wait on {len(tasks)} builds ({plan_path})")
+
+    def settled(task: BuildTask, error: str | None) -> None:
+        # the tests judging beside this build read why it failed (or that it now has not)
+        mark_failed(stamp_key(task), error)
+
+    # terminated (make report's judge stopped, a user's kill): the running builds' processes
+    # end with it and nothing more starts - never orphaned builds writing the cache
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     try:
-        with open_executor(spec, workers=args.workers) as executor:
+        with open_executor(spec, workers=workers) as executor:
             summary = prepare(
-                tasks, executor=executor, order=UnblockingOrder(plan.tests), line=line
+                tasks,
+                executor=executor,
+                order=UnblockingOrder(plan.tests),
+                line=line,
+                on_settled=settled,
+                stop=stop,
             )
     except QKError as exc:
         print(f"qk-claims-build: --executor {spec}: {exc}", file=sys.stderr)
@@ -76,7 +121,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for label, why in summary.failed:
         line(f"  failed: {label}: {why}")
+    if stop.is_set():
+        line("qk-claims-build: stopped (terminated) before every build was done")
+        return 1
     return 1 if summary.failed else 0
+
+
+def _tee(log: TextIO) -> Callable[[str], None]:
+    """A line to stdout and to the log a watching pytest reads (each flushed whole)."""
+
+    def emit(text: str) -> None:
+        for out in (sys.stdout, log):
+            out.write(text + "\n")
+            out.flush()
+
+    return emit
 
 
 if __name__ == "__main__":

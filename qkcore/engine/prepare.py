@@ -197,7 +197,7 @@ def prepare(
                 log_build(task, began, now, ran, failed)
                 settled.add(order.key(task))
                 if on_settled is not None:
-                    on_settled(task, None if error is None else f"{type(error).__name__}")
+                    on_settled(task, None if error is None else summary.failed[-1][1])
                 done_cost += task.cost
                 done_actual += took
                 count = len(summary.built) + len(summary.found) + len(summary.failed)

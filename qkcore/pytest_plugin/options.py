@@ -50,6 +50,15 @@ def add_claims_options(parser: pytest.Parser) -> None:
         "process: not with -n",
     )
     group.addoption(
+        "--claims-built-by",
+        default=None,
+        metavar="PLAN",
+        help="build nothing here: each test waits for its builds from the qk-claims-build "
+        "PLAN running beside this run (its lines are shown as it goes), and a build it "
+        "reports failed errors its tests with the reason (docs/stages.md; make report does "
+        "this)",
+    )
+    group.addoption(
         "--claims-only-scheme",
         choices=("ape", "alibi", "rope"),
         default=None,

@@ -39,6 +39,8 @@ import pytest
 from qkcore.engine import BackgroundBuild, UnblockingOrder, is_built, prepare, stamp_key
 from qkcore.engine.choose import check_executor_spec, open_executor
 from qkcore.engine.executors import Executor
+from qkcore.engine.stamps import failure_of
+from qkcore.engine.watch import BuilderWatch, builder_log
 from qkcore.errors import QKError
 from qkcore.evidence.tasks import BuildTask
 from qkcore.pytest_plugin.evidence import all_pieces
@@ -107,9 +109,10 @@ class PreparePhase:
         self.config = config
         self.done = False
         self.needs: dict[str, frozenset[str]] = {}
+        self.labels: dict[str, str] = {}  # build stamp -> label, for a failed build's message
         self.rank: dict[str, int] = {}
         self.cached = 0  # builds the selection needs that are already done
-        self.build: BackgroundBuild | None = None
+        self.build: BackgroundBuild | BuilderWatch | None = None
         self.marks: SettledMarks | None = None  # xdist: the controller's or a worker's
         self._marked: set[str] = set()
         self._failures = 0
@@ -127,7 +130,7 @@ class PreparePhase:
                 "--claims-plan-out writes the plan in one process: drop -n (the plan is the "
                 "same, and collecting is quick)"
             )
-        if self.mode == "stream" and config.getoption("maxschedchunk", None) is None:
+        if self.streaming and config.getoption("maxschedchunk", None) is None:
             # xdist's --maxschedchunk: hand a worker one test at a time, so a worker that waits
             # on a build holds no test another worker could run now (xdist's default hands out
             # a quarter of a worker's share at once); set by the user, it stands
@@ -135,8 +138,14 @@ class PreparePhase:
 
     @property
     def mode(self) -> str:
+        if self.config.getoption("--claims-built-by", None):
+            return "external"  # a qk-claims-build beside this run builds; tests stream
         mode = str(self.config.getoption("--claims-prepare"))
         return "stream" if mode == "on" else mode
+
+    @property
+    def streaming(self) -> bool:
+        return self.mode in ("stream", "external")
 
     def _enabled(self) -> bool:
         config = self.config
@@ -151,7 +160,7 @@ class PreparePhase:
     def pytest_sessionstart(self) -> None:
         """Open the executor now: a cluster that cannot be used stops the run before any
         build or test, with what to fix."""
-        if not self._enabled():
+        if not self._enabled() or self.mode == "external":
             return
         try:
             self.executor = self._closing.enter_context(
@@ -203,14 +212,21 @@ class PreparePhase:
                     f"prepare: the {self.cached} builds the selected tests need are cached"
                 )
             return
-        assert self.executor is not None  # opened at session start whenever builds run
-        where = self.executor.description  # a cluster's does not count its slots:
-        where += "" if self.executor_spec == "local" else f", {self._workers()} at a time"
+        if self.mode == "external":
+            where = f"qk-claims-build {self.config.getoption('--claims-built-by')}"
+        else:
+            assert self.executor is not None  # opened at session start whenever builds run
+            where = self.executor.description  # a cluster's does not count its slots:
+            where += "" if self.executor_spec == "local" else f", {self._workers()} at a time"
         for text in plan_lines(self.needs, tasks, claim_of, self._workers(), where, build_name):
             self.out.line(text)
         self.build = build.start()
 
-    def _background(self, tasks: Any, notify: Any) -> BackgroundBuild:
+    def _background(self, tasks: Any, notify: Any) -> BackgroundBuild | BuilderWatch:
+        if self.mode == "external":  # the builds are another process's: watch their stamps
+            plan = str(self.config.getoption("--claims-built-by"))
+            keys = {key for keys in self.needs.values() for key in keys}
+            return BuilderWatch(builder_log(plan), keys, notify=notify)
         return BackgroundBuild(
             tasks,
             order=UnblockingOrder(self.needs),
@@ -244,9 +260,10 @@ class PreparePhase:
         if folder is not None:  # an xdist worker: tell the controller what the tests wait on
             by_test = {item.nodeid: _build_tasks(item) for item in items}
             todo = self._tasks_by_test(by_test)
+            self.labels = {key: task.label for key, task in todo.items()}
             worker = getattr(self.config, "workerinput", {})["workerid"]
             write_needs(Path(folder), worker, self.needs, todo)
-            if self.mode == "stream":
+            if self.streaming:
                 self.marks = SettledMarks(Path(folder))
                 items.sort(key=_release_rank_ignoring_cache(by_test))
             return
@@ -256,8 +273,9 @@ class PreparePhase:
         if not self._enabled() or self.config.pluginmanager.has_plugin("dsession"):
             return
         self._todo = self._tasks_by_test({item.nodeid: _build_tasks(item) for item in items})
+        self.labels = {key: task.label for key, task in self._todo.items()}
         self._order(self._todo.values())
-        if self.mode == "stream":  # what waits on nothing first, then by expected release
+        if self.streaming:  # what waits on nothing first, then by expected release
             items.sort(key=lambda item: self.rank.get(item.nodeid, 0))
 
     @pytest.hookimpl(trylast=True)
@@ -292,10 +310,17 @@ class PreparePhase:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         # an xdist worker waits here for the controller's marks; a worker blocked in a wait
         # does not hear xdist's shutdown, so a stopping run marks it and the test is skipped
+        keys = self.needs.get(item.nodeid, frozenset())
         if self.marks is not None and hasattr(self.config, "workerinput"):
-            self.marks.wait(self.needs.get(item.nodeid, frozenset()))
+            self.marks.wait(keys)
             if self.marks.stopping():
                 pytest.skip("the run stopped (--maxfail) before this test's evidence was built")
+        if self.mode == "external":  # never built here: a failed build errors its tests
+            for key in sorted(keys):
+                reason = failure_of(key)
+                if reason is not None:
+                    label = self.labels.get(key, key)
+                    pytest.fail(f"qk-claims-build could not build {label}: {reason}", pytrace=False)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # xdist's controller hears every worker's reports here: the build lines queued since
@@ -326,7 +351,7 @@ class PreparePhase:
         planned = read_needs(Path(self._needs_dir.name), node.gateway.id, self.needs)
         self._order(planned.values())
         self.marks = SettledMarks(Path(self._needs_dir.name))
-        if self.mode != "stream":  # blocking: the builds themselves are needed now
+        if not self.streaming:  # blocking: the builds themselves are needed now
             self._prepare_first(self._find_tasks(ids, set(planned)))
             self.marks.mark_everything()
             return

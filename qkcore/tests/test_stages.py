@@ -5,13 +5,20 @@ each build once - in the builder, never in pytest - with the verdicts of a strea
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from qkcore.diskcache import DiskCache
 from qkcore.engine import build_cli
 from qkcore.engine.planfile import Plan
-from qkcore.engine.stamps import stamp_key
+from qkcore.engine.stamps import failure_of, mark_failed, stamp_key
+from qkcore.engine.watch import BUILDER_FINISHED, BUILDER_STARTED, BuilderWatch
 from qkcore.errors import QKError
 from qkcore.evidence.tasks import BuildTask
 from qkcore.models.toy.model import ToyConfig
@@ -174,3 +181,187 @@ def test_the_plan_is_written_in_one_process(suite, tables):  # noqa: F811
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--claims-plan-out writes the plan in one process: drop -n*"])
+
+
+# -- stage two beside stage three: pytest --claims-built-by PLAN -----------------------------
+
+
+def _times_of(folder: Path) -> dict[str, float]:
+    """name -> when a test ran ('ran-*') or a build ended ('built-*')."""
+    out = {}
+    for path in folder.iterdir():
+        if path.name.startswith(("ran-", "built-")):
+            name, _, _, end, end_frac = path.name.split(".")
+            out[name] = float(f"{end}.{end_frac}")
+    return out
+
+
+def _stamp(cache: DiskCache, key: str) -> None:
+    cache.get_or_build(key, lambda tmp: (tmp / "done").write_text(""))
+
+
+def test_a_watch_settles_builds_as_their_stamps_or_failures_appear(tmp_path):
+    cache = DiskCache(tmp_path / "cache", code="test")
+    log = tmp_path / "plan.json.log"
+    watch = BuilderWatch(log, {"prepared-a", "prepared-b"}, cache=cache, poll=0.05).start()
+    log.write_text(
+        f"{BUILDER_STARTED} pid {os.getpid()} on {socket.gethostname()} (plan)\n"
+        "prepare [1/2] a: done\n"
+    )
+    assert not watch.wait({"prepared-a"}, timeout=0.3)  # a log line is not a stamp
+    _stamp(cache, "prepared-a")
+    assert watch.wait({"prepared-a"}, timeout=5)
+    assert not watch.settled({"prepared-b"})
+    mark_failed("prepared-b", "QKError: corrupt weights", cache)
+    assert watch.wait({"prepared-b"}, timeout=5)
+    assert watch.failed == {"prepared-b": "QKError: corrupt weights"}
+    assert watch.wait(set(), timeout=5) and watch.finished
+    assert ("line", "prepare [1/2] a: done") in watch.drain()
+    watch.stop()
+
+
+@pytest.mark.parametrize("how", ["finished", "gone", "never-started"])
+def test_a_watch_never_waits_on_a_builder_that_is_not_there(tmp_path, how):
+    cache = DiskCache(tmp_path / "cache", code="test")
+    log = tmp_path / "plan.json.log"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    pid = os.getpid() if how == "finished" else dead.pid
+    if how != "never-started":
+        ending = f"{BUILDER_FINISHED} (exit 1)\n" if how == "finished" else ""
+        log.write_text(f"{BUILDER_STARTED} pid {pid} on {socket.gethostname()} (p)\n{ending}")
+    watch = BuilderWatch(log, {"prepared-a"}, cache=cache, poll=0.05, start_timeout=0.5)
+    assert watch.start().wait({"prepared-a"}, timeout=10)
+    expected = {
+        "finished": "qk-claims-build ended without building it",
+        "gone": f"qk-claims-build (pid {dead.pid}) is gone without building it",
+        "never-started": "no qk-claims-build started within 0 s: start one beside this run",
+    }[how]
+    assert watch.failed["prepared-a"].startswith(expected)
+    assert failure_of("prepared-a", cache) == watch.failed["prepared-a"]  # for xdist workers
+    watch.stop()
+
+
+_LATE_TASK = (
+    '        return [BuildTask(("slow", name), f"slow:{name} build", record,\n'
+    '                          (FOLDER, "built-" + name, SECONDS[name]), cost=SECONDS[name])]'
+)
+#: The late build waits until the judge has run the quick test: so it is still being built when
+#: the judge collects, whatever the machine's load (the builder imports this conftest by name).
+WAITING_KIND = (
+    SLOW_KIND.replace(
+        _LATE_TASK,
+        '        fn = record if name == "quick" else after_quick\n'
+        '        return [BuildTask(("slow", name), f"slow:{name} build", fn,\n'
+        '                          (FOLDER, "built-" + name, SECONDS[name]), cost=SECONDS[name])]',
+    )
+    + """
+
+def after_quick(folder, name, seconds):
+    import time
+    for _ in range(600):
+        if list(Path(folder).glob("ran-slow_quick.*")):
+            break
+        time.sleep(0.1)
+    record(folder, name, seconds)
+"""
+)
+FAILING_KIND = SLOW_KIND.replace(
+    _LATE_TASK,
+    '        if name == "late":\n'
+    "            from qkcore.testing.builds import failing_build\n"
+    '            return [BuildTask(("slow", name), "slow:late build", failing_build, (FOLDER,))]\n'
+    + _LATE_TASK,
+)
+
+
+@pytest.mark.adversarial
+@pytest.mark.parametrize("late", ["builds", "fails"])
+def test_judging_beside_the_builder_streams_and_a_failed_build_errors_its_tests(
+    pytester,
+    monkeypatch,
+    tables,  # noqa: F811
+    late,
+):
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    kind = WAITING_KIND if late == "builds" else FAILING_KIND
+    assert kind != SLOW_KIND
+    pytester.makeconftest(kind.replace('"late": 8.0', '"late": 1.0'))
+    pytester.makepyfile(test_slow=SLOW_CLAIMS)
+    for name in ("built", "cache"):
+        (pytester.path / name).mkdir()
+    for env in (monkeypatch, pytester._monkeypatch):
+        env.setenv("SLOW_FOLDER", str(pytester.path / "built"))
+        env.setenv("QK_CACHE_DIR", str(pytester.path / "cache"))
+    plan = pytester.path / "plan.json"
+    result, _ = run_suite(
+        pytester, tables, "-p", "no:xdist", "--collect-only", "-q", "--claims-plan-out", str(plan)
+    )
+    assert result.ret == 0, result.stdout.str()
+    builder = subprocess.Popen(
+        [sys.executable, "-m", "qkcore.engine.build_cli", str(plan)],
+        cwd=pytester.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        result, rows = run_suite(pytester, tables, "-n", "2", "--claims-built-by", str(plan))
+    finally:
+        status = builder.wait(timeout=120)
+    verdicts = {evidence: row["verdict"] for evidence, row in rows.items()}
+    out = result.stdout.str()
+    runs = [path.name.split(".")[0] for path in (pytester.path / "built").iterdir()]
+    if late == "builds":
+        assert status == 0 and result.ret == 0, out
+        assert "slow:late build: done in" in out  # the builder's lines, shown by the judge
+        times = _times_of(pytester.path / "built")
+        assert times["ran-slow_late"] >= times["built-late"]  # it waited for its build
+        assert sorted(name for name in runs if name.startswith("built")) == [
+            "built-late",
+            "built-quick",
+        ]  # each once, by the builder
+        assert set(verdicts.values()) == {"supported"}
+        return
+    assert status == 1  # the builder names its failure...
+    assert verdicts["slow:quick"] == "supported" and verdicts["slow:late"] == "error"
+    # ...and the test waiting on it errors with the build's reason, never building it here
+    assert "qk-claims-build could not build slow:late build: QKError: the input table" in out
+    assert len([name for name in runs if name.startswith("call-")]) == 1
+
+
+def test_a_terminated_builder_ends_its_running_builds(tmp_path, monkeypatch):
+    from qkcore.testing.builds import slow_entry
+
+    monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path / "cache"))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    task = BuildTask(("slow",), "slow entry", slow_entry, ("slow-entry", 120.0, str(logs)))
+    Plan.from_tasks({"t": [task]}).write(tmp_path / "plan.json")
+    builder = subprocess.Popen(
+        [sys.executable, "-m", "qkcore.engine.build_cli", str(tmp_path / "plan.json")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(600):  # the build has started in a pool process
+        if list(logs.glob("try-*")):
+            break
+        time.sleep(0.1)
+    (started,) = logs.glob("try-*")
+    builder.terminate()
+    assert builder.wait(timeout=30) == 1
+    pid = int(started.name.removeprefix("try-"))
+    for _ in range(100):
+        if not _alive(pid):
+            break
+        time.sleep(0.1)
+    assert not _alive(pid), "the build's process outlived its builder"
+    assert "stopped (terminated)" in (tmp_path / "plan.json.log").read_text()
+    assert not DiskCache.default().path("slow-entry").exists()  # no half-written entry
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
