@@ -29,10 +29,34 @@ from qkcore.engine.prepare import PrepareSummary, prepare
 from qkcore.engine.stamps import stamp_key
 from qkcore.evidence.tasks import BuildTask
 
-__all__ = ["BackgroundBuild"]
+__all__ = ["BackgroundBuild", "Settling"]
 
 
-class BackgroundBuild:
+class Settling:
+    """Builds as the tests waiting on them see them: stamps settled (built, or failed with
+    why), and whether the builds are over. Subclasses add to :attr:`_settled` under
+    :attr:`_changed` and notify it."""
+
+    def __init__(self) -> None:
+        self.failed: dict[str, str] = {}
+        self.finished = False
+        self._settled: set[str] = set()
+        self._changed = threading.Condition()
+
+    def settled(self, keys: Collection[str]) -> bool:
+        """Whether every key is built or failed (or the builds ended)."""
+        with self._changed:
+            return self.finished or all(key in self._settled for key in keys)
+
+    def wait(self, keys: Collection[str], timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for :meth:`settled`; its value at the end."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: self.finished or all(key in self._settled for key in keys), timeout
+            )
+
+
+class BackgroundBuild(Settling):
     """:func:`~qkcore.engine.prepare.prepare` in a thread, observed (module docstring)."""
 
     def __init__(
@@ -44,19 +68,16 @@ class BackgroundBuild:
         bar: bool = True,
         **prepare_options: Any,
     ) -> None:
+        super().__init__()
         self.tasks = tasks
         self.order = order
         self.notify = notify or (lambda: None)
         self.options = prepare_options
         self.use_bar = bar  # False: heartbeats as plain lines (a log, not a terminal)
         self.summary: PrepareSummary | None = None
-        self.failed: dict[str, str] = {}
-        self._settled: set[str] = set()
-        self._changed = threading.Condition()
         self._messages: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="qk-prepare", daemon=True)
-        self.finished = False
 
     def start(self) -> BackgroundBuild:
         self._thread.start()
@@ -93,18 +114,6 @@ class BackgroundBuild:
     def _say(self, kind: str, text: str) -> None:
         self._messages.put((kind, text))
         self.notify()
-
-    def settled(self, keys: Collection[str]) -> bool:
-        """Whether every key is built or failed (or the phase ended)."""
-        with self._changed:
-            return self.finished or all(key in self._settled for key in keys)
-
-    def wait(self, keys: Collection[str], timeout: float) -> bool:
-        """Block up to ``timeout`` seconds for :meth:`settled`; its value at the end."""
-        with self._changed:
-            return self._changed.wait_for(
-                lambda: self.finished or all(key in self._settled for key in keys), timeout
-            )
 
     def drain(self) -> list[tuple[str, str]]:
         """The progress messages queued since the last call, oldest first."""

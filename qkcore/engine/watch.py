@@ -27,6 +27,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from qkcore.diskcache import DiskCache
+from qkcore.engine.background import Settling
 from qkcore.engine.stamps import failure_of, mark_failed, stamp_built
 
 __all__ = ["BUILDER_FINISHED", "BUILDER_STARTED", "BuilderWatch", "builder_log"]
@@ -42,7 +43,7 @@ def builder_log(plan: Path | str) -> Path:
     return path.with_name(path.name + ".log")
 
 
-class BuilderWatch:
+class BuilderWatch(Settling):
     """Stamps and failure markers of ``keys``, polled every ``poll`` seconds (module docstring)."""
 
     def __init__(
@@ -55,20 +56,17 @@ class BuilderWatch:
         poll: float = 0.5,
         start_timeout: float = 120.0,
     ) -> None:
+        super().__init__()
         self.log = Path(log)
         self.keys = set(keys)
         self.notify = notify or (lambda: None)
         self.cache = cache or DiskCache.default()
         self.poll = poll
         self.start_timeout = start_timeout
-        self.failed: dict[str, str] = {}
-        self.finished = False
-        self._settled: set[str] = set()
         self._lines: list[tuple[str, str]] = []
         self._offset = 0
         self._ended = False
         self._pid: tuple[str, int] | None = None
-        self._changed = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="qk-builder-watch", daemon=True)
 
@@ -145,16 +143,6 @@ class BuilderWatch:
         if host == socket.gethostname() and not _alive(pid):
             return f"qk-claims-build (pid {pid}) is gone without building it (its log: {self.log})"
         return ""
-
-    def settled(self, keys: Collection[str]) -> bool:
-        with self._changed:
-            return self.finished or all(key in self._settled for key in keys)
-
-    def wait(self, keys: Collection[str], timeout: float) -> bool:
-        with self._changed:
-            return self._changed.wait_for(
-                lambda: self.finished or all(key in self._settled for key in keys), timeout
-            )
 
     def drain(self) -> list[tuple[str, str]]:
         with self._changed:
