@@ -213,7 +213,7 @@ class PreparePhase:
                 )
             return
         if self.mode == "external":
-            where = f"qk-claims-build {self.config.getoption('--claims-built-by')}"
+            where = f"the qk-claims-build of {self.config.getoption('--claims-built-by')}"
         else:
             assert self.executor is not None  # opened at session start whenever builds run
             where = self.executor.description  # a cluster's does not count its slots:
