@@ -10,8 +10,10 @@ Stage two reads the plan (:mod:`qkcore.engine.planfile`), refuses one made by ot
 and runs every build not yet stamped in ``$QK_CACHE_DIR`` - in the order that releases the
 most tests per second, with a line per finished build - on the executor named as for
 ``--claims-executor`` (:mod:`qkcore.engine.choose`). It needs no pytest. Stage three then finds
-every build stamped and runs the tests at once; a build that failed here is rebuilt by its
-tests, which error with its reason in their own rows.
+every build stamped and runs the tests at once. A build that failed here leaves a marker with
+its reason: a judge beside the builder (``--claims-built-by PLAN``, as ``make report`` runs it)
+errors its tests with that reason; a judge run later without it rebuilds the build in its
+tests, which error with their own reason.
 
 Exit status: 0 when every build is done, 1 when one failed (each named, with why), 2 for bad
 input (a missing, damaged or stale plan; an unknown executor).
@@ -75,21 +77,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         line(f"{BUILDER_STARTED} pid {os.getpid()} on {socket.gethostname()} ({args.plan})")
         status = _build(args.plan, args.executor, args.workers, line)
         return status
+    except QKError as exc:  # bad input: once on stderr, and in the log a watching judge reads
+        print(f"qk-claims-build: {exc}", file=sys.stderr)
+        log.write(f"qk-claims-build: {exc}\n")
+        return status
     finally:
         line(f"{BUILDER_FINISHED} (exit {status})")
         log.close()
 
 
 def _build(plan_path: str, executor_spec: str, workers: int, line: Callable[[str], None]) -> int:
-    try:
-        plan = Plan.read(Path(plan_path))
-        plan.check_code(plan_path)
-        tasks = plan.tasks()
-        spec = check_executor_spec(executor_spec)
-    except QKError as exc:
-        print(f"qk-claims-build: {exc}", file=sys.stderr)
-        line(f"qk-claims-build: {exc}")
-        return 2
+    """Build the plan's builds (QKError for bad input); the exit status."""
+    plan = Plan.read(Path(plan_path))
+    plan.check_code(plan_path)
+    tasks = plan.tasks()
+    spec = check_executor_spec(executor_spec)
     line(f"qk-claims-build: {len(plan.tests)} tests wait on {len(tasks)} builds ({plan_path})")
 
     def settled(task: BuildTask, error: str | None) -> None:
@@ -111,8 +113,7 @@ def _build(plan_path: str, executor_spec: str, workers: int, line: Callable[[str
                 stop=stop,
             )
     except QKError as exc:
-        print(f"qk-claims-build: --executor {spec}: {exc}", file=sys.stderr)
-        return 2
+        raise QKError(f"--executor {spec}: {exc}") from None
     done = len(summary.built) + len(summary.cached) + len(summary.found)
     line(
         f"qk-claims-build: {done} of {len(tasks)} builds done ({len(summary.built)} built now, "

@@ -176,7 +176,8 @@ class PreparePhase:
             raise pytest.UsageError(f"--claims-executor {self.executor_spec}: {exc}") from None
 
     def _tasks_by_test(self, by_test: dict[str, list[BuildTask]]) -> dict[str, BuildTask]:
-        """Fill :attr:`needs` (test -> stamps of builds not yet done); those builds by stamp."""
+        """Fill :attr:`needs` (test -> stamps of builds not yet done) and :attr:`labels`; those
+        builds by stamp."""
         todo: dict[str, BuildTask] = {}
         done: set[str] = set()
         for node_id, tasks in by_test.items():
@@ -193,6 +194,7 @@ class PreparePhase:
                     todo[key] = task
                 keys.add(key)
             self.needs[node_id] = frozenset(keys)
+        self.labels = {key: task.label for key, task in todo.items()}
         return todo
 
     def _order(self, tasks: Iterable[Any]) -> UnblockingOrder:
@@ -260,7 +262,6 @@ class PreparePhase:
         if folder is not None:  # an xdist worker: tell the controller what the tests wait on
             by_test = {item.nodeid: _build_tasks(item) for item in items}
             todo = self._tasks_by_test(by_test)
-            self.labels = {key: task.label for key, task in todo.items()}
             worker = getattr(self.config, "workerinput", {})["workerid"]
             write_needs(Path(folder), worker, self.needs, todo)
             if self.streaming:
@@ -268,12 +269,11 @@ class PreparePhase:
                 items.sort(key=_release_rank_ignoring_cache(by_test))
             return
         plan_out = self.config.getoption("--claims-plan-out", None)
-        if plan_out and not hasattr(self.config, "workerinput"):
+        if plan_out:  # one process only: refused under -n when the session is configured
             _write_plan(Path(plan_out), items)
         if not self._enabled() or self.config.pluginmanager.has_plugin("dsession"):
             return
         self._todo = self._tasks_by_test({item.nodeid: _build_tasks(item) for item in items})
-        self.labels = {key: task.label for key, task in self._todo.items()}
         self._order(self._todo.values())
         if self.streaming:  # what waits on nothing first, then by expected release
             items.sort(key=lambda item: self.rank.get(item.nodeid, 0))
