@@ -22,7 +22,8 @@ import os
 import resource
 import signal
 import sys
-from concurrent.futures import Future, ProcessPoolExecutor
+import time
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -141,6 +142,7 @@ class LocalPool:
         self.description = f"{self.workers} process{'es' * (self.workers > 1)}"
         self._pool: ProcessPoolExecutor | None = None
         self._before: set[int] = set()
+        self._submitted: list[Future[Any]] = []
 
     def __enter__(self) -> LocalPool:
         # the pool starts its processes lazily; every child that appears after this is one of
@@ -167,10 +169,15 @@ class LocalPool:
 
     def submit(self, task: BuildTask) -> Future[Any]:
         assert self._pool is not None, "LocalPool.submit outside its with-block"
-        return self._pool.submit(_run_local, task.fn, task.args)
+        self._submitted = [f for f in self._submitted if not f.done()]
+        future = self._pool.submit(_run_local, task.fn, task.args)
+        self._submitted.append(future)
+        return future
 
     def terminate(self) -> None:
-        """Stop every build now: queued ones are cancelled, running ones' processes ended."""
+        """Stop every build now: queued ones are cancelled, running ones' processes ended,
+        and every future this pool handed out is settled when it returns (cancelled, or failed
+        with ``BrokenProcessPool``)."""
         if self._pool is None:
             return
         ours = [p for p in multiprocessing.active_children() if p.pid not in self._before]
@@ -178,8 +185,16 @@ class LocalPool:
         self._pool = None
         for process in ours:
             process.terminate()
+        # The pool's manager thread reaps the killed processes and fails their futures on its
+        # own schedule; a caller reading either right after would race it (a loaded CI machine
+        # lost that race), so both are awaited here.
+        deadline = time.monotonic() + 10
         for process in ours:
-            process.join(timeout=10)
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+            while process.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        wait(self._submitted, timeout=max(0.0, deadline - time.monotonic()))
+        self._submitted = []
 
 
 def _run_local(fn: Any, args: tuple) -> Ran:
