@@ -155,9 +155,10 @@ class Attention(nn.Module):
         # One fused projection for q, k, v: a third of the matmul launches of three einsums.
         qkv = torch.einsum("bnd,hdk->bhnk", x, torch.cat([self.W_Q, self.W_K, self.W_V]))
         if self.config.scheme == "rope":
-            # queries and keys turned in one pass: one contiguous copy, one set of tables
-            q, k = rotate_queries_keys(qkv[:, : 2 * H], self.config.rope_base).split(H, dim=1)
-            v = qkv[:, 2 * H :]
+            # queries and keys turned in one pass: one contiguous copy, one set of tables. A
+            # split, not two slices: a slice's gradient is a zeroed full-size copy of qkv
+            qk, v = qkv.split([2 * H, H], dim=1)
+            q, k = rotate_queries_keys(qk, self.config.rope_base).split(H, dim=1)
         else:
             q, k, v = qkv.split(H, dim=1)
         pos = torch.arange(n)
