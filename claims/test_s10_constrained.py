@@ -53,21 +53,15 @@ from qkcore.stats.power import mann_whitney_power
 from qkcore.stats.printed import as_printed
 
 ARMS = ("ape-free", "rope-free", "rope-imag", "rope-sym", "ape-sym")
-# arm: (mean, sd) of formation steps as printed (§10 text, "600 +- 0" ... "1740 +- 241")
-S10B = {
-    "ape-free": ("600", "0"),
-    "rope-free": ("940", "55"),
-    "rope-imag": ("1280", "164"),
-    "rope-sym": ("1560", "167"),
-    "ape-sym": ("1740", "241"),
-}
 # The four pre-registered contrasts in the paper's table order: label, (slower arm, faster
-# arm), printed p, printed q_BH, printed rank-biserial, printed Hodges-Lehmann shift.
-TABLE = (
-    ("P1", ("rope-free", "ape-free"), "0.0040", "0.016", "1.00", "300"),
-    ("P3", ("ape-sym", "ape-free"), "0.0040", "0.008", "1.00", "1200"),
-    ("P4", ("rope-sym", "rope-free"), "0.0040", "0.005", "1.00", "600"),
-    ("P2", ("rope-imag", "rope-free"), "0.0079", "0.008", "0.92", "400"),
+# arm). Their printed p, q_BH, rank-biserial and Hodges-Lehmann shift, and each arm's printed
+# mean and sd of formation steps ("600 +- 0" ... "1740 +- 241"), are the catalogue's
+# [S10b.printed] tables, by label and by arm.
+CONTRASTS = (
+    ("P1", ("rope-free", "ape-free")),
+    ("P3", ("ape-sym", "ape-free")),
+    ("P4", ("rope-sym", "rope-free")),
+    ("P2", ("rope-imag", "rope-free")),
 )
 
 
@@ -97,9 +91,9 @@ def _consistency(claim, name: str, recomputed: float, printed: str, note: str = 
 
 
 def _contrasts(formation: dict[str, np.ndarray]) -> tuple[list[float], np.ndarray]:
-    """Exact one-sided Mann-Whitney p of each pre-registered contrast (TABLE order) and their
-    BH q-values over the four."""
-    p_values = [mann_whitney_permutation(formation[s], formation[f])[1] for _, (s, f), *_ in TABLE]
+    """Exact one-sided Mann-Whitney p of each pre-registered contrast (CONTRASTS order) and
+    their BH q-values over the four."""
+    p_values = [mann_whitney_permutation(formation[s], formation[f])[1] for _, (s, f) in CONTRASTS]
     return p_values, benjamini_hochberg(p_values)
 
 
@@ -213,7 +207,8 @@ def test_formation_costs(evidence_set, claim: Claim):
         steps = formation[arm]
         mean = float(np.mean(steps))
         sd = float(np.std(steps, ddof=1)) if steps.size > 1 else float("nan")
-        printed_mean, printed_sd = S10B[arm]
+        printed_mean = claim.printed_text("mean formation step", arm, required=True)
+        printed_sd = claim.printed_text("sd formation step", arm, required=True)
         claim.measure(
             f"{arm}: formation steps (censored runs at cap + one eval)",
             steps.tolist(),
@@ -224,12 +219,14 @@ def test_formation_costs(evidence_set, claim: Claim):
             claim.measure(f"{arm}: mean formation step", mean, paper=int(printed_mean))
             claim.measure(f"{arm}: sd", sd, paper=int(printed_sd))
         else:
-            # on the recorder: the printed text is S10B's, which also gives the toys' paper
-            # values, the figure's means and the ratios' consistency checks
-            claim.record.check(
-                f"{arm}: mean formation step", mean, "==", printed_mean, kind="number", n=steps.size
+            claim.printed(
+                "mean formation step",
+                mean,
+                key=arm,
+                label=f"{arm}: mean formation step",
+                n=steps.size,
             )
-            claim.record.check(f"{arm}: sd formation step", sd, "==", printed_sd, kind="number")
+            claim.printed("sd formation step", sd, key=arm, label=f"{arm}: sd formation step")
         claim.plot(
             "formation step by arm",
             f"{arm} runs",
@@ -248,7 +245,8 @@ def test_formation_costs(evidence_set, claim: Claim):
         ("1.4", ("rope-imag", "rope-free")),
         ("1.66", ("rope-sym", "rope-free")),
     ):
-        ratio = int(S10B[slow][0]) / int(S10B[fast][0])
+        means = claim.printed_table("mean formation step")
+        ratio = int(means[slow]) / int(means[fast])
         name = f"printed {printed}x against printed means {slow} / {fast}"
         _consistency(claim, name, ratio, printed)
         claim.measure(
@@ -256,7 +254,7 @@ def test_formation_costs(evidence_set, claim: Claim):
         )
 
     min_runs = claim.threshold("min_runs")
-    for label, (slow, fast), *_ in TABLE:
+    for label, (slow, fast) in CONTRASTS:
         x, y = formation[slow], formation[fast]
         # end=False: every contrast's checks are recorded after a
         # failed one
@@ -278,17 +276,23 @@ def test_formation_costs(evidence_set, claim: Claim):
         )
         _contrast_power(claim, label, x.size, y.size)
     p_values, q_values = _contrasts(formation)
-    printed_p = [float(row[2]) for row in TABLE]
+    columns = {
+        column: claim.printed_table(column)
+        for column in ("exact one-sided p", "q_BH", "rank-biserial", "HL shift (steps)")
+    }
+    printed_p = [float(columns["exact one-sided p"][label]) for label, _ in CONTRASTS]
     printed_q_from_p = benjamini_hochberg(printed_p)
     # the printed q column's provenance (recorded in the consistency notes, not a reading: no
     # BH convention omits the step-up minimum)
     stepwise = {
-        row[0]: p * len(TABLE) / rank
-        for rank, (row, p) in enumerate(zip(TABLE, printed_p, strict=True), 1)
+        label: p * len(CONTRASTS) / rank
+        for rank, ((label, _), p) in enumerate(zip(CONTRASTS, printed_p, strict=True), 1)
     }
-    for (label, (slow, fast), p_paper, q_paper, r_paper, hl_paper), p, q, q_from_paper in zip(
-        TABLE, p_values, q_values, printed_q_from_p, strict=True
+    for (label, (slow, fast)), p, q, q_from_paper in zip(
+        CONTRASTS, p_values, q_values, printed_q_from_p, strict=True
     ):
+        p_paper, q_paper = columns["exact one-sided p"][label], columns["q_BH"][label]
+        r_paper, hl_paper = columns["rank-biserial"][label], columns["HL shift (steps)"][label]
         x, y = formation[slow], formation[fast]
         r = rank_biserial(x, y)
         hl = hodges_lehmann_shift(y, x)
@@ -317,14 +321,11 @@ def test_formation_costs(evidence_set, claim: Claim):
             claim.measure(f"{label}: HL shift", hl, paper=int(hl_paper), unit="steps")
             continue
         ties = int((x[:, None] == y[None, :]).sum())
-        # on the recorder: the printed texts are TABLE's, which also gives the BH recomputation,
-        # the statements' paper values and the toys' paper values
-        claim.record.check(
-            f"{label}: exact one-sided p",
+        claim.printed(
+            "exact one-sided p",
             p,
-            "==",
-            p_paper,
-            kind="number",
+            key=label,
+            label=f"{label}: exact one-sided p",
             note=f"exact conditional (permutation) p; {ties} tied cross-arm pairs count 1/2",
             readings={
                 "scipy mannwhitneyu(method='exact'): the tie-free null table": float(
@@ -332,11 +333,11 @@ def test_formation_costs(evidence_set, claim: Claim):
                 )
             },
         )
-        claim.record.check(f"{label}: rank-biserial", r, "==", r_paper, kind="number")
+        claim.printed("rank-biserial", r, key=label, label=f"{label}: rank-biserial")
         if label == "P3":  # its +1200 is S10c's number
             claim.measure(f"{label}: HL shift", hl, paper=int(hl_paper), unit="steps")
         else:
-            claim.record.check(f"{label}: HL shift (steps)", hl, "==", hl_paper, kind="number")
+            claim.printed("HL shift (steps)", hl, key=label, label=f"{label}: HL shift (steps)")
     if not toy:
         largest = float(max(q_values))
         claim.printed("largest q_BH (abstract's bound)", largest, comparison="<=")
@@ -385,7 +386,7 @@ def test_symmetry_costs_ape(evidence_set, claim: Claim):
     ratio = float(sym.mean() / free.mean())
     shift = hodges_lehmann_shift(free, sym)
     p_values, q_values = _contrasts(formation)
-    row = [label for label, *_ in TABLE].index("P3")
+    row = [label for label, _ in CONTRASTS].index("P3")
     claim.statement(
         "q_BH(APE sym > APE free), exact one-sided, BH over the four contrasts",
         float(q_values[row]),

@@ -19,35 +19,20 @@ from qkcore.pytest_plugin import Claim, Comparison, claim
 from qkcore.stats.equivalence import spearman_interval
 from qkcore.stats.inference import benjamini_hochberg
 
-# (metric, behaviour): the paper's Spearman rho as printed in Table 1 (tab:taxonomy); "ns" is
-# a cell printed without a value.
-S4A = {
-    ("dir_frac", "prev"): "+0.47",
-    ("dir_frac", "dup"): "-0.59",
-    ("dir_frac", "ind"): "-0.50",
-    ("dir_frac", "copying"): "0.06",
-    ("content_pos_frac", "prev"): "-0.63",
-    ("content_pos_frac", "dup"): "+0.59",
-    ("content_pos_frac", "ind"): "+0.57",
-    ("content_pos_frac", "copying"): "ns",
-    ("imag_mass", "prev"): "+0.56",
-    ("imag_mass", "dup"): "-0.65",
-    ("imag_mass", "ind"): "-0.61",
-    ("imag_mass", "copying"): "ns",
-}
+# Table 1's cells, (metric, behaviour), in the paper's order; the BH family is all twelve (the
+# two "ns" cells printed without a value included). Each cell's printed rho is the catalogue's
+# [S4a.printed] "Spearman rho", keyed "metric~behaviour" ("ns": a cell printed without a value).
+TABLE_1 = [
+    (m, b)
+    for m in ("dir_frac", "content_pos_frac", "imag_mass")
+    for b in ("prev", "dup", "ind", "copying")
+]
 # Table 1's "ns" cells: the paper calls these not significant.
 NOT_SIGNIFICANT = {
     ("dir_frac", "copying"),
     ("content_pos_frac", "copying"),
     ("imag_mass", "copying"),
 }
-# The BH family: every cell of Table 1 (3 metrics x 4 behaviours, the two "ns" cells printed
-# without a value included).
-S4A_FAMILY = [
-    (m, b)
-    for m in ("dir_frac", "content_pos_frac", "imag_mass")
-    for b in ("prev", "dup", "ind", "copying")
-]
 #: "Every QK metric" copying is correlated with in the authors' analysis (observables.py:
 #: 170-180: the predictors of its Spearman table, null-referenced forms included).
 QK_METRICS = (
@@ -66,7 +51,7 @@ OTHER_QK = ("cond_eig", "spectral_radius")
 
 
 @claim("S4a", evidence=("paper",), models=("gpt2",), columns=("prev", "dup", "ind", "copying"))
-@pytest.mark.parametrize(("metric", "behaviour"), list(S4A), ids=[f"{m}~{b}" for m, b in S4A])
+@pytest.mark.parametrize(("metric", "behaviour"), TABLE_1, ids=[f"{m}~{b}" for m, b in TABLE_1])
 def test_spectral_metrics_track_head_type(evidence, claim: Claim, metric, behaviour):
     """Source (§4 and Table 1): "On GPT-2 (n = 144, Spearman, BH-FDR q < 10^-3), directionality
     maps onto head class"; Table 1 "Spearman correlations of spectral metrics with head-type
@@ -88,19 +73,18 @@ def test_spectral_metrics_track_head_type(evidence, claim: Claim, metric, behavi
     """
     table = evidence.head_table()
     n = len(table)
-    results = {p: scipy.stats.spearmanr(table[p[0]], table[p[1]]) for p in S4A_FAMILY}
-    q_all = benjamini_hochberg([results[p].pvalue for p in S4A_FAMILY])
-    q = dict(zip(S4A_FAMILY, q_all, strict=True))
+    results = {p: scipy.stats.spearmanr(table[p[0]], table[p[1]]) for p in TABLE_1}
+    q_all = benjamini_hochberg([results[p].pvalue for p in TABLE_1])
+    q = dict(zip(TABLE_1, q_all, strict=True))
     rho = float(results[(metric, behaviour)].statistic)
     q_value = float(q[(metric, behaviour)])
-    printed = S4A[(metric, behaviour)]
+    cell = f"{metric}~{behaviour}"
+    printed = claim.printed_text("Spearman rho", cell, required=True)
     if printed == "ns":
         claim.measure(f"Spearman rho({metric}, {behaviour}) (printed: ns)", rho, n=n)
     else:
-        # on the recorder: the printed text is S4A's, which also names the parameters and
-        # gives each statement its sign
-        claim.record.check(
-            f"Spearman rho({metric}, {behaviour})", rho, "==", printed, kind="number", n=n
+        claim.printed(
+            "Spearman rho", rho, key=cell, label=f"Spearman rho({metric}, {behaviour})", n=n
         )
     if (metric, behaviour) in NOT_SIGNIFICANT:
         claim.statement(
@@ -273,14 +257,10 @@ def test_prev_head_leads_k_composition(evidence, claim: Claim):
         head_class,
         end=False,
     )
-    paper_heads = {
-        "gpt2": ("4.11", ("5.1", "5.5", "6.9"), ("60", "60", "72")),
-        "pythia-410m": ("5.2", ("8.6", "10.9", "11.14"), ("128", "160", "176")),
-    }
-    paper = paper_heads.get(evidence.ref.name)
-    claim.measure(
-        "canonical prev head", head_name(prev), paper=paper[0] if paper else None, n=len(earlier)
-    )
+    # the heads and denominators §4 prints, per model (catalogue); elsewhere only measured
+    paper_prev = claim.printed_text("canonical prev head")
+    paper_inductions = claim.printed_text("induction heads tested")
+    claim.measure("canonical prev head", head_name(prev), paper=paper_prev, n=len(earlier))
     comp = k_composition(model)
     flat = int(prev["layer"]) * model.n_heads + int(prev["head"])
     denominators = []
@@ -288,7 +268,7 @@ def test_prev_head_leads_k_composition(evidence, claim: Claim):
     claim.measure(
         "induction heads tested",
         "/".join(head_name(row) for _, row in ordered.iterrows()),
-        paper="/".join(paper[1]) if paper else None,
+        paper=paper_inductions,
     )
     for _, ind in ordered.iterrows():
         scores = comp[int(ind["layer"]), int(ind["head"]), : int(ind["layer"])].ravel()
@@ -306,10 +286,13 @@ def test_prev_head_leads_k_composition(evidence, claim: Claim):
             n=n_earlier,
             note=f"ranked #1: {first[0]}.{first[1]}",
         )
-    # on the recorder: the printed texts are paper_heads', which also names the heads (the
-    # measurements' paper values) and decides which rows are judged
-    if paper is not None and len(denominators) == len(paper[2]):
-        for ours, printed, name in zip(denominators, paper[2], paper[1], strict=True):
-            claim.record.check(
-                f"earlier heads ranked (paper's head {name})", ours, "==", printed, kind="number"
+    # judged where the paper names as many induction heads as were tested, one denominator each
+    names = paper_inductions.split("/") if paper_inductions is not None else []
+    if names and len(denominators) == len(names):
+        for ours, name in zip(denominators, names, strict=True):
+            claim.printed(
+                "earlier heads ranked",
+                ours,
+                key=f"{evidence.ref.model} {name}",
+                label=f"earlier heads ranked (paper's head {name})",
             )

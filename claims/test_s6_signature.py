@@ -59,16 +59,8 @@ if TYPE_CHECKING:
 
 ROPE = ("rope", "rope-partial")
 NON_ROPE = ("ape", "alibi")
-#: Table 3, last column, as printed.
-TOP5_PAPER = {
-    "pythia-410m": "0.89",
-    "pythia-1.4b": "0.85",
-    "llama-3-8b": "0.79",
-    "gpt2": "0.21",
-    "opt-1.3b": "0.23",
-    "gpt-neo-1.3b": "0.14",
-    "bloom-1b1": "0.26",
-}
+#: Table 3's last column, per model: the catalogue's shared print (S6a-S6d judge it)
+TOP5 = "median D_head percentile of the top-5 prev heads"
 #: Table 3, "95% CI" column, as printed (its "partial" column is in the catalogue).
 PARTIAL_CI_PAPER = {
     "gpt2": (-0.51, 0.08),
@@ -164,11 +156,9 @@ def _side_of_median(evidence, claim, rotational: bool) -> None:
         claim.statement(f"{name} (rotational side)", value, ">", "side")
     else:
         claim.statement(f"{name} (non-rotational side)", value, "<", "side")
-    printed = TOP5_PAPER.get(evidence.ref.name)
+    printed = claim.printed_text(TOP5, evidence.ref.model)
     if printed is not None:
-        # on the recorder: the printed text is TOP5_PAPER's, which also serves the plot, the
-        # consistency check and S6d
-        claim.record.check(name, value, "==", printed, kind="number", n=len(table))
+        claim.printed(TOP5, value, label=name, n=len(table))
         claim.plot(
             "D_head percentile of the top-5 prev heads (toys: top-1), by scheme",
             f"{evidence.ref.name} median",
@@ -268,22 +258,30 @@ def _model_stats(tables: dict, k: int) -> tuple[list[str], np.ndarray, np.ndarra
     return names, np.array(values), np.array([ref.scheme in ROPE for ref in tables])
 
 
-#: Table 3's RoPE models (the rest of TOP5_PAPER is learned absolute or ALiBi)
+#: Table 3's RoPE models (the rest of its TOP5 column is learned absolute or ALiBi)
 PAPER_ROPE = ("pythia-410m", "pythia-1.4b", "llama-3-8b")
-#: the paper's separation of the schemes: mean printed RoPE top-5 median - mean printed other
-PAPER_SEPARATION = float(
-    np.mean([float(TOP5_PAPER[m]) for m in PAPER_ROPE])
-    - np.mean([float(v) for m, v in TOP5_PAPER.items() if m not in PAPER_ROPE])
-)
+
+
+def _paper_separation(claim: Claim) -> float:
+    """The paper's separation of the schemes: mean printed RoPE top-5 median - mean printed
+    median of the other models (Table 3's last column, the catalogue's TOP5)."""
+    printed = claim.printed_table(TOP5)
+    rope = [float(v) for m, v in printed.items() if m in PAPER_ROPE]
+    other = [float(v) for m, v in printed.items() if m not in PAPER_ROPE]
+    return float(np.mean(rope) - np.mean(other))
+
+
 #: the largest probability of superiority mann_whitney_power takes (it needs P < 1)
 MAX_SUPERIORITY = 1 - 1e-9
 
 
-def _separation_power(values: np.ndarray, rope: np.ndarray, alpha: float) -> tuple[float, ...]:
+def _separation_power(
+    values: np.ndarray, rope: np.ndarray, alpha: float, separation: float
+) -> tuple[float, ...]:
     """``(power, spread, superiority)`` of S6c's model-level test against the paper's
-    separation (S6c's docstring): the spread is the pooled within-scheme SD of the models'
-    statistics; the effect a normal shift of PAPER_SEPARATION / spread, i.e. P(RoPE > other)
-    = Phi(PAPER_SEPARATION / (spread sqrt 2)); the power that of the exact one-sided
+    ``separation`` (S6c's docstring): the spread is the pooled within-scheme SD of the models'
+    statistics; the effect a normal shift of separation / spread, i.e. P(RoPE > other)
+    = Phi(separation / (spread sqrt 2)); the power that of the exact one-sided
     Mann-Whitney test at ``alpha`` (:func:`qkcore.stats.power.mann_whitney_power`)."""
     n_rope, n_other = int(rope.sum()), int((~rope).sum())
     dof = n_rope + n_other - 2
@@ -292,7 +290,7 @@ def _separation_power(values: np.ndarray, rope: np.ndarray, alpha: float) -> tup
     squares = ((values[rope] - values[rope].mean()) ** 2).sum()
     squares += ((values[~rope] - values[~rope].mean()) ** 2).sum()
     spread = float(np.sqrt(squares / dof))
-    shift = PAPER_SEPARATION / spread if spread > 0 else np.inf
+    shift = separation / spread if spread > 0 else np.inf
     superiority = min(float(scipy.stats.norm.cdf(shift / np.sqrt(2))), MAX_SUPERIORITY)
     power = mann_whitney_power(max(superiority, 0.5), n_rope, n_other, alpha)
     return power, spread, superiority
@@ -350,14 +348,17 @@ def test_model_level_separation(evidence_set, claim: Claim):
         pytest.skip(f"{evidence_set.evidence_id} has causal models {names}: both groups needed")
     n, n_rope = len(names), int(rope.sum())
     _, values, rope = _model_stats(tables, 1 if toy else 5)
-    power, spread, superiority = _separation_power(values, rope, claim.threshold("alpha"))
+    separation = _paper_separation(claim)
+    power, spread, superiority = _separation_power(
+        values, rope, claim.threshold("alpha"), separation
+    )
     claim.power(
         "power of the exact model-level test (perfect separation) at the paper's separation",
         power,
         ">=",
         "min_power",
         effect=f"the paper's separation, mean printed RoPE top-5 median - mean other = "
-        f"{PAPER_SEPARATION:.3f} (Table 3), over the observed between-model spread (pooled "
+        f"{separation:.3f} (Table 3), over the observed between-model spread (pooled "
         f"within-scheme SD {spread:.3f}): P(RoPE model > other) = {superiority:.4f}",
         guards="supported",
         n=n,
@@ -445,14 +446,9 @@ def test_contrast_at_fixed_head_dimension(evidence_set, claim: Claim):
             continue
         value = top_k_percentile(table, "D_head", by="prev", k=5)
         (rope if ref.scheme in ROPE else other)[ref.name] = value
-        printed = TOP5_PAPER.get(ref.name)
-        if printed is not None:
-            claim.record.check(  # on the recorder: TOP5_PAPER's text (S6a / S6b's too)
-                f"{ref.name} (d_k={d_k}) top-5 median percentile",
-                value,
-                "==",
-                printed,
-                kind="number",
+        if claim.printed_text(TOP5, ref.model) is not None:
+            claim.printed(
+                TOP5, value, key=ref.model, label=f"{ref.name} (d_k={d_k}) top-5 median percentile"
             )
     claim.measure("head ranks (d_k) per model", "; ".join(f"{m}: {r}" for m, r in seen.items()))
     if evidence_set.ref.kind == "weights" and not (rope and other):

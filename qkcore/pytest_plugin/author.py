@@ -15,10 +15,13 @@ A claim test names its catalogue entry and the evidence that can bear on it, and
 - a threshold given as a name (``"side"``) is the catalogue's, declared once;
 - :meth:`Claim.premise` records, and when it fails ends the test: the row is not-applicable;
 - :meth:`Claim.printed` judges the paper's printed number where the catalogue has one for
-  this evidence (its model), and only measures elsewhere (toys, other models).
+  this evidence (its model), and only measures elsewhere (toys, other models); a test that
+  needs the printed text itself (a sign, a paper value beside a toy's measurement) reads it
+  with :meth:`Claim.printed_text` or :meth:`Claim.printed_table` - printed numbers live in the
+  catalogue only.
 
-The verdict rules are :mod:`~qkcore.pytest_plugin.checks`; ``claim_record`` (the recorder
-underneath) stays for code that needs it.
+The verdict rules are :mod:`~qkcore.pytest_plugin.checks`; the recorder underneath is private
+to the claim (a row's checks go through these methods, so every one is typed and named).
 
 Why one module: it is one class a claim author reads top to bottom, one method per check kind;
 split, its methods' shared rules (thresholds and margins by catalogue name) would be too.
@@ -29,7 +32,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import pytest
 
@@ -96,7 +99,7 @@ class Claim:
     def __init__(self, entry: ClaimEntry, ref: EvidenceRef | None, recorder: ClaimRecorder):
         self.entry = entry
         self.ref = ref
-        self.record = recorder
+        self._record = recorder
         self._deferred: list[bool] | None = None
 
     def threshold(self, name: str) -> Any:
@@ -119,7 +122,7 @@ class Claim:
         text: bool = False,
         **kw: Any,
     ) -> bool:
-        return self.record.check(
+        return self._record.check(
             name, value, comparison, self._threshold(threshold, text), kind=kind, **kw
         )
 
@@ -205,7 +208,7 @@ class Claim:
             if isinstance(value, tuple | list)
             else (centre - float(value), centre + float(value))
         )
-        return self.record.check(
+        return self._record.check(
             name,
             estimate,
             "in",
@@ -337,39 +340,77 @@ class Claim:
         comparison: Comparison = "==",
         n: int | None = None,
         note: str = "",
+        paper: Any = None,
         readings: dict[str, Any] | None = None,
     ) -> bool | None:
         """The paper's printed number for ``name`` reproduced at its printed precision, where
         the catalogue prints one for ``key`` (default: this evidence's model); elsewhere the
         value is only measured. ``label``: the check's name in the report (default ``name``);
         ``comparison``: ``==`` (reproduced at the printed digits), or a bound the paper prints
-        (``"<="`` for "p <= 0.016"). ``readings``: the quantity under other reasonable readings
-        (``{"medians, not means": 0.0042}``) - a print one of them reproduces is a
-        reading-dependent mismatch, not an erratum. Returns the outcome, or None when nothing
-        is printed."""
-        key = key if key is not None else (self.ref.model if self.ref is not None else None)
-        text = self.entry.printed_value(name, key)
+        (``"<="`` for "p <= 0.016"). ``paper``: what the row shows as the paper's (default the
+        printed text; ``"0.21 -> 1.77"`` where a bound is derived from two prints).
+        ``readings``: the quantity under other reasonable readings (``{"medians, not means":
+        0.0042}``) - a print one of them reproduces is a reading-dependent mismatch, not an
+        erratum. Returns the outcome, or None when nothing is printed."""
+        text = self.printed_text(name, key)
         shown = name if label is None else label
         if text is None:
-            self.record.measure(shown, value)
+            self._record.measure(shown, value)
             return None
-        if not isinstance(text, str):
-            raise CheckError(
-                f"claim {self.entry.id}: printed {name!r} must be the paper's text (a string, "
-                f'e.g. "0.790"); got {text!r}'
-            )
-        return self.record.check(
-            shown, value, comparison, text, kind="number", n=n, note=note, readings=readings
+        return self._record.check(
+            shown,
+            value,
+            comparison,
+            text,
+            kind="number",
+            n=n,
+            note=note,
+            paper=paper,
+            readings=readings,
         )
+
+    @overload
+    def printed_text(
+        self, name: str, key: str | None = None, *, required: Literal[True]
+    ) -> str: ...
+
+    @overload
+    def printed_text(
+        self, name: str, key: str | None = None, *, required: bool = False
+    ) -> str | None: ...
+
+    def printed_text(
+        self, name: str, key: str | None = None, *, required: bool = False
+    ) -> str | None:
+        """The catalogue's printed text for ``name`` (for ``key``, default this evidence's
+        model, when it is a table of prints), or None where nothing is printed - for a test
+        that reads the text itself (a printed sign, a paper value shown beside a toy's
+        measurement). ``required=True``: a missing print is a bug in the claim test or its
+        catalogue entry, raised as such."""
+        key = key if key is not None else (self.ref.model if self.ref is not None else None)
+        text = self.entry.printed_value(name, key)
+        if text is None:
+            if required:
+                where = f"{name!r}" if key is None else f"{name!r} for {key!r}"
+                raise CheckError(
+                    f"claim {self.entry.id}: the catalogue prints no {where}; add it under "
+                    f"[{self.entry.id}.printed] (or the shared [printed] table)"
+                )
+        return text
+
+    def printed_table(self, name: str) -> dict[str, str]:
+        """Every text of a per-key print, by key (``{"gpt2": "0.21", ...}``): the catalogue's
+        (its loader has checked each is the paper's text)."""
+        return dict(self.entry.printed_table(name))
 
     def measure(self, name: str, value: Any, **kw: Any) -> Any:
         """A number that informs but does not judge (returned unchanged)."""
-        return self.record.measure(name, value, **kw)
+        return self._record.measure(name, value, **kw)
 
     def note(self, text: str) -> None:
         """A sentence for the report: a caveat, an operational choice, a finding."""
-        self.record.note(text)
+        self._record.note(text)
 
     def plot(self, figure: str, series: str, x: Any, y: Any, **kw: Any) -> None:
         """Points for a report figure (:meth:`ClaimRecorder.plot`)."""
-        self.record.plot(figure, series, x, y, **kw)
+        self._record.plot(figure, series, x, y, **kw)

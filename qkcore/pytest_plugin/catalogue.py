@@ -23,6 +23,13 @@ A claim reads a term by name like its own thresholds (``claim.threshold("symmetr
 claim that declares a threshold of the same name is an error, so two claims cannot disagree
 on what a shared word means.
 
+Another, ``[printed]``, holds the paper's numbers that more than one claim judges (Table 3's
+medians, read by S6a-S6d), shaped like a claim's ``printed``; a claim reads them as its own, and
+a claim that prints a number of the same name is an error (one text per printed number)::
+
+    [printed]
+    "median D_head percentile of the top-5 prev heads" = { gpt2 = "0.21", pythia-410m = "0.89" }
+
 An absence claim judges its effect against a margin (:meth:`Claim.absence`), and a margin
 always names its source: a vocabulary term, or one of the claim's own ``margins``, shaped
 like a term::
@@ -60,6 +67,7 @@ from qkcore.pytest_plugin.checks import CheckError
 __all__ = [
     "CATALOGUE_FILE",
     "NATURES",
+    "SHARED_PRINTED",
     "VOCABULARY",
     "Catalogue",
     "ClaimEntry",
@@ -74,6 +82,8 @@ __all__ = [
 CATALOGUE_FILE = "catalogue.toml"
 #: the reserved table of shared terms
 VOCABULARY = "vocabulary"
+#: the reserved table of printed numbers more than one claim judges
+SHARED_PRINTED = "printed"
 #: what a claim's "supported" means: an empirical finding, or an identity verified on
 #: random operators (true by construction, reported apart)
 NATURES = ("finding", "identity")
@@ -126,6 +136,7 @@ class ClaimEntry:
     #: per check name (or "*"), why the check cannot react to a mutation
     unmutated: Mapping[str, str] = field(default_factory=dict)
     vocabulary: Mapping[str, Term] = field(default_factory=dict, compare=False, repr=False)
+    shared_printed: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def for_test(self, name: str) -> ClaimEntry:
         """The entry as one test function sees it (its ``tests`` overrides applied)."""
@@ -163,11 +174,24 @@ class ClaimEntry:
         )
 
     def printed_value(self, name: str, key: str | None) -> str | None:
-        """The paper's printed text for ``name`` (per model when the entry is a table)."""
-        found = self.printed.get(name)
+        """The paper's printed text for ``name`` (per model, or per ``key``, when the entry is a
+        table): the claim's own print, or the shared ``[printed]`` table's."""
+        found = self.printed.get(name, self.shared_printed.get(name))
         if isinstance(found, Mapping):
-            return None if key is None else found.get(key)
-        return found
+            found = None if key is None else found.get(key)
+        return None if found is None else str(found)
+
+    def printed_table(self, name: str) -> Mapping[str, str]:
+        """Every printed text of a per-key print (``{"gpt2": "0.21", ...}``); a name that is not
+        a table of prints is a bug in the claim test."""
+        found = self.printed.get(name, self.shared_printed.get(name))
+        if not isinstance(found, Mapping):
+            raise CheckError(
+                f"claim {self.id}: printed {name!r} is not a table of prints in the catalogue; "
+                f'declare it under [{self.id}.printed] as "{name}" = {{ key = "text", ... }} '
+                f"(declared: {sorted(set(self.printed) | set(self.shared_printed))})"
+            )
+        return {key: str(text) for key, text in found.items()}
 
 
 @dataclass(frozen=True)
@@ -193,6 +217,13 @@ class Catalogue:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise CheckError(f"{path}: cannot read the claims catalogue ({exc})") from None
         vocabulary = _vocabulary(path, data.pop(VOCABULARY, {}))
+        shared_printed = data.pop(SHARED_PRINTED, {})
+        if not isinstance(shared_printed, Mapping):
+            raise CheckError(
+                f"{path}: [{SHARED_PRINTED}] maps a printed number's name to its text, or to a "
+                'table of texts by model ("name" = { gpt2 = "0.21" })'
+            )
+        _check_prints(f"{path}: [{SHARED_PRINTED}]", shared_printed)
         entries = {}
         for claim_id, table in data.items():
             unknown = set(table) - _FIELDS
@@ -212,6 +243,13 @@ class Catalogue:
                     f"{path}: [{claim_id}] redeclares the shared term(s) {shadowed}; use "
                     f"[{VOCABULARY}.{shadowed[0]}] (one meaning for every claim) or a new name"
                 )
+            _check_prints(f"{path}: [{claim_id}.printed]", table.get("printed", {}))
+            reprinted = sorted(set(table.get("printed", {})) & set(shared_printed))
+            if reprinted:
+                raise CheckError(
+                    f"{path}: [{claim_id}.printed] redeclares the shared print(s) {reprinted}; "
+                    f"keep them in [{SHARED_PRINTED}] only (one text per printed number)"
+                )
             table = dict(table)
             where = f"{path}: [{claim_id}.margins]"
             table["margins"] = _terms(where, table.get("margins", {}))
@@ -224,8 +262,24 @@ class Catalogue:
                     f"{path}: [{claim_id}.unmutated] maps a check name (or '*') to the reason it "
                     "cannot react to a mutation of its evidence, as text"
                 )
-            entries[claim_id] = ClaimEntry(id=claim_id, **table, vocabulary=vocabulary)
+            entries[claim_id] = ClaimEntry(
+                id=claim_id, **table, vocabulary=vocabulary, shared_printed=shared_printed
+            )
         return cls(path, entries, vocabulary)
+
+
+def _check_prints(where: str, prints: Any) -> None:
+    """Each print is the paper's text, or a table of texts by key: a dotted bare key
+    (``pythia-1.4b = "0.85"`` is ``pythia-1`` -> ``4b``) would nest a table one level deeper."""
+    for name, text in prints.items() if isinstance(prints, Mapping) else ():
+        texts = text.values() if isinstance(text, Mapping) else (text,)
+        bad = [t for t in texts if not isinstance(t, str)]
+        if bad:
+            raise CheckError(
+                f'{where} {name!r}: a print is the paper\'s text (a string, e.g. "0.85") or a '
+                f"table of texts by key; got {bad[0]!r} - quote a key with a dot in it "
+                '("pythia-1.4b" = "0.85")'
+            )
 
 
 def _vocabulary(path: Path, data: Mapping[str, Any]) -> dict[str, Term]:

@@ -131,6 +131,33 @@ def test_a_premise_that_does_not_end_the_test_records_what_follows(pytester, tab
     assert "held False" in json.dumps(pythia) and "held True" in json.dumps(gpt2)
 
 
+def test_a_claim_reads_printed_texts_from_the_catalogue_only(pytester, tables):
+    """``claim.printed_text`` gives the catalogue's text for this evidence's model (None where
+    nothing is printed; ``required=True`` makes a missing print the test's bug, named with the
+    fix); ``claim.printed(..., paper=)`` shows a derived paper value beside the printed bound."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    reading = CLAIM.replace(
+        '    claim.printed("D_head percentile of the top prev head", value)',
+        '    text = claim.printed_text("D_head percentile of the top prev head")\n'
+        '    claim.note(f"printed {text}")\n'
+        '    claim.printed("D_head percentile of the top prev head", value, comparison="<=",\n'
+        '                  paper="1/3 of the heads")\n'
+        '    if evidence.ref.model == "gpt2":\n'
+        '        claim.printed_text("D_head percentile of the top prev head", "bloom",\n'
+        "                           required=True)",
+    ).replace('"strong")', '"strong", end=False)')
+    pytester.makepyfile(test_x1=reading)
+    result, rows = run_suite(pytester, tables)
+    gpt2, pythia = rows["paper:gpt2"], rows["paper:pythia-410m"]
+    assert "printed 0.33" in json.dumps(gpt2) and "printed None" in json.dumps(pythia)
+    assert gpt2["verdict"] == "error"
+    result.stdout.fnmatch_lines(["*catalogue prints no 'D_head percentile*' for 'bloom'*"])
+    number = [c for c in gpt2["checks"] if c["kind"] == "number"]
+    assert [(c["comparison"], c["threshold"], c["paper"]) for c in number] == [
+        ("<=", "0.33", "1/3 of the heads")
+    ]
+
+
 def test_a_claims_id_selects_its_tests(pytester, tables):
     """``pytest -k x1`` runs claim X1's tests (-k matches case-insensitively), nothing else."""
     pytester.makefile(".toml", catalogue=CATALOGUE)
