@@ -16,9 +16,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from qkcore.pytest_plugin.baseline import read_baseline
-from qkcore.pytest_plugin.result import ClaimResult
-from qkcore.pytest_plugin.rowrecord import RowRecord
+from qkcore.pytest_plugin.baseline import RowRecord, read_baseline
+from qkcore.pytest_plugin.row import ClaimResult
 
 
 def _shape(check: dict) -> dict:

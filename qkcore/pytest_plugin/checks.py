@@ -58,6 +58,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
+from qkcore.pytest_plugin.verdict import Verdict
 from qkcore.stats.equivalence import equivalence
 from qkcore.stats.printed import as_printed, reproduces
 
@@ -71,7 +72,6 @@ __all__ = [
     "Comparison",
     "Guards",
     "Outcome",
-    "Verdict",
     "describe",
     "judge",
     "verdict_of",
@@ -82,8 +82,6 @@ CheckKind = Literal["statement", "number", "consistency", "premise", "power"]
 Guards = Literal["supported", "refuted", "both"]
 Comparison = Literal["<", "<=", ">", ">=", "==", "!=", "in", "not in"]
 Outcome = Literal["pass", "fail", "uncertain"]
-#: A row's verdict: decided (the first four), or no verdict (skipped, error).
-Verdict = Literal["supported", "refuted", "inconclusive", "not-applicable", "skipped", "error"]
 CHECK_KINDS: tuple[CheckKind, ...] = get_args(CheckKind)
 GUARDS: tuple[Guards, ...] = get_args(Guards)
 COMPARISONS: tuple[Comparison, ...] = get_args(Comparison)

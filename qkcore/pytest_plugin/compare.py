@@ -21,19 +21,16 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from qkcore.pytest_plugin.drift import Drift, compare_rows
-from qkcore.pytest_plugin.markdown import cell, code
-from qkcore.pytest_plugin.result import READABLE_CLAIMS_SCHEMAS
-from qkcore.pytest_plugin.rowrecord import RowRecord, row_problem
-from qkcore.pytest_plugin.tolerance import TOLERANCES
+from qkcore.pytest_plugin.baseline import RowRecord, row_problem
+from qkcore.pytest_plugin.drift import TOLERANCES, Drift, compare_rows
+from qkcore.pytest_plugin.reports.markdown import code, drift_markdown
+from qkcore.pytest_plugin.row import READABLE_CLAIMS_SCHEMAS
 
 __all__ = [
     "COMPARISON_LIMIT",
     "CompareError",
     "compare_runs",
-    "drift_markdown",
     "load_run",
     "main",
     "render_comparison",
@@ -42,7 +39,6 @@ __all__ = [
 
 #: A pull-request comment holds 65,536 characters; stay well below.
 COMPARISON_LIMIT = 60_000
-_ROWS_SHOWN = 200
 
 
 class CompareError(ValueError):
@@ -117,86 +113,6 @@ def compare_runs(
         key = nodeid.replace(f"[{row.evidence}]", f"[{target}]") if target else nodeid
         renamed[key] = row
     return compare_rows(renamed, new), paired
-
-
-def _value(x: Any) -> str:
-    if isinstance(x, float):
-        return f"{x:.6g}"
-    return str(x)
-
-
-def _seeds(seeds: dict[str, int] | None) -> str:
-    if not seeds:
-        return "-"
-    n = sum(seeds.values())
-    return f"{seeds.get('supported', 0)} supp / {seeds.get('refuted', 0)} ref of {n}"
-
-
-def drift_markdown(summary: dict[str, Any], against: str) -> list[str]:
-    """Markdown sections for a drift summary (:meth:`Drift.to_json`): changes, unstable
-    populations, numbers that moved. Empty sections are left out."""
-    out: list[str] = []
-    changes, unstable = summary.get("drift") or [], summary.get("unstable") or []
-    numbers = summary.get("numbers") or []
-    if changes:
-        out += [f"### Verdict changes against {cell(against)} ({len(changes)})", ""]
-        out += ["| row | old | new | seeds old -> new | p | note |", "|---|---|---|---|---|---|"]
-        for c in changes[:_ROWS_SHOWN]:
-            p = f"{c['p']:.2g}" if c.get("p") is not None else "-"
-            seeds = f"{_seeds(c.get('baseline_seeds'))} -> {_seeds(c.get('now_seeds'))}"
-            out.append(
-                f"| {code(c['nodeid'])} | {cell(c['baseline'])} | **{cell(c['now'])}** | "
-                f"{seeds if c.get('now_seeds') else '-'} | {p} | {cell(c.get('note', ''))} |"
-            )
-        out.append("")
-    if unstable:
-        out += [
-            f"### Unstable: the population sits at the decision cut ({len(unstable)})",
-            "",
-            "The verdict moved, but the seed counts do not differ beyond chance (exact test, "
-            "alpha 0.01): not a change.",
-            "",
-            "| row | old | new | seeds old -> new | p |",
-            "|---|---|---|---|---|",
-        ]
-        for c in unstable[:_ROWS_SHOWN]:
-            seeds = f"{_seeds(c.get('baseline_seeds'))} -> {_seeds(c.get('now_seeds'))}"
-            out.append(
-                f"| {code(c['nodeid'])} | {c['baseline']} | {c['now']} | {seeds} | {c['p']:.2g} |"
-            )
-        out.append("")
-    if summary.get("numbers_compared"):
-        out += [
-            f"### Numbers that moved ({len(numbers)} beyond tolerance, "
-            f"{summary.get('numbers_within', 0)} within, of {summary['numbers_compared']} "
-            "deterministic check values)",
-            "",
-        ]
-        if numbers:
-            out += [
-                "| claim | evidence | check | old | new | relative change | tolerance | verdict |",
-                "|---|---|---|---|---|---|---|---|",
-            ]
-            ordered = sorted(numbers, key=lambda m: -(m.get("relative") or float("inf")))
-            for m in ordered[:_ROWS_SHOWN]:
-                relative = f"{m['relative']:.2g}" if m.get("relative") is not None else "n/a"
-                tol = f"{m['tolerance']:.2g}" if m.get("tolerance") is not None else "-"
-                verdict = (
-                    f"**{m['old_verdict']} -> {m['new_verdict']}**"
-                    if m.get("verdict_moved")
-                    else m["new_verdict"]
-                )
-                out.append(
-                    f"| {cell(m['claim'])} | {cell(m['evidence'])} | {cell(m['check'])} | "
-                    f"{_value(m['old'])} | {_value(m['new'])} | {relative} | {tol} | {verdict} |"
-                )
-            if len(ordered) > _ROWS_SHOWN:
-                more = len(ordered) - _ROWS_SHOWN
-                out.append(f"| ... {more} more in claims.json | | | | | | | |")
-            out.append("")
-    if summary.get("populations_compared"):
-        out += [f"Toy populations: {summary.get('multiplicity', '')}.", ""]
-    return out
 
 
 def render_comparison(

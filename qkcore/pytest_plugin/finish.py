@@ -15,18 +15,17 @@ import pytest
 from qkcore.pytest_plugin.baseline import BaselineChanges, write_baseline
 from qkcore.pytest_plugin.catalogue import catalogue_for
 from qkcore.pytest_plugin.compare import write_comparison
-from qkcore.pytest_plugin.drift import Drift
+from qkcore.pytest_plugin.drift import Drift, compare_with_baseline, fails_the_run, judged_rows
 from qkcore.pytest_plugin.evidence import kinds_of
-from qkcore.pytest_plugin.judged import compare_with_baseline, fails_the_run, judged_rows
-from qkcore.pytest_plugin.mutation_report import (
+from qkcore.pytest_plugin.populations import add_populations
+from qkcore.pytest_plugin.reports import publish_latest, run_report_dir, write_reports
+from qkcore.pytest_plugin.reports.mutations import (
     MutationSummary,
     summarize_mutations,
     write_mutations,
 )
-from qkcore.pytest_plugin.populations import add_populations
-from qkcore.pytest_plugin.report import publish_latest, run_report_dir, write_reports
-from qkcore.pytest_plugin.result import ClaimResult
-from qkcore.pytest_plugin.state import SessionState
+from qkcore.pytest_plugin.row import ClaimResult
+from qkcore.pytest_plugin.session import SessionState
 
 __all__ = ["Finished", "finish_session", "stopped_early", "toy_regimes"]
 

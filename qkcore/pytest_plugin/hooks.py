@@ -9,10 +9,10 @@ A claim test is marked with its catalogue ID and the evidence it takes, and judg
 
 Where the work is: the author's API :mod:`~qkcore.pytest_plugin.author`; evidence flags,
 markers and parameters :mod:`~qkcore.pytest_plugin.evidence`; a phase to a row
-:mod:`~qkcore.pytest_plugin.rows` (its rules: :mod:`~qkcore.pytest_plugin.verdicts`); the
-session's state :mod:`~qkcore.pytest_plugin.state` and xdist results
+:mod:`~qkcore.pytest_plugin.session` (its rules: :mod:`~qkcore.pytest_plugin.row`); the
+session's state :mod:`~qkcore.pytest_plugin.session` and xdist results
 :mod:`~qkcore.pytest_plugin.session`; the session's end :mod:`~qkcore.pytest_plugin.finish`;
-the terminal's section :mod:`~qkcore.pytest_plugin.terminal`. Skips never count as a change:
+the terminal's section :mod:`~qkcore.pytest_plugin.reports.terminal`. Skips never count as a change:
 which evidence is present depends on the machine.
 """
 
@@ -40,10 +40,8 @@ from qkcore.pytest_plugin.finish import Finished, finish_session
 from qkcore.pytest_plugin.options import add_claims_options
 from qkcore.pytest_plugin.prepare import PreparePhase
 from qkcore.pytest_plugin.recorder import ClaimRecorder
-from qkcore.pytest_plugin.rows import record_phase
-from qkcore.pytest_plugin.session import ClaimsSession
-from qkcore.pytest_plugin.state import SessionState
-from qkcore.pytest_plugin.terminal import write_summary
+from qkcore.pytest_plugin.reports.terminal import write_summary
+from qkcore.pytest_plugin.session import ClaimsSession, SessionState, record_phase
 
 __all__ = [
     "claim_fixture",

@@ -36,8 +36,8 @@ from collections import Counter, defaultdict
 from math import comb
 
 from qkcore.evidence.refs import EvidenceRef
-from qkcore.pytest_plugin.checks import Verdict
-from qkcore.pytest_plugin.result import ClaimResult
+from qkcore.pytest_plugin.row import ClaimResult
+from qkcore.pytest_plugin.verdict import DECIDED, Verdict
 
 __all__ = [
     "ALPHA",
@@ -150,6 +150,6 @@ def add_populations(results: dict[str, ClaimResult]) -> dict[str, ClaimResult]:
             ],
             notes=["Judged as a population of seeds (qkcore.pytest_plugin.populations)."],
             docstring=first.docstring,
-            seeds={v: told[v] for v in ("supported", "refuted", "inconclusive", "not-applicable")},
+            seeds={v: told[v] for v in DECIDED},
         )
     return populations

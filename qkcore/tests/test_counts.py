@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from scipy.stats import fisher_exact
 
 from qkcore.errors import QKError
-from qkcore.pytest_plugin.counts import (
+from qkcore.pytest_plugin.drift import (
     ALPHA_CHANGE,
     SeedCounts,
     count_change_p,

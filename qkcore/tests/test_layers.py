@@ -12,8 +12,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]  # the qkcore package folder
 REPO = ROOT.parent
 
@@ -39,8 +37,6 @@ CORE_THIRD_PARTY = {
     "qkcore.linalg": {"numpy", "scipy"},
     "qkcore.stats": {"numpy", "scipy", "pandas"},
 }
-MAX_LINES = 300
-LONG_MODULE_REASON = "Why one module:"
 
 
 def module_name(path: Path) -> str:
@@ -179,12 +175,6 @@ def test_no_private_name_crosses_a_module():
     assert not wrong, "\n".join(wrong)
 
 
-def _library_files() -> list[Path]:
-    """qkcore's modules; claim test modules are one per paper section by design (their length
-    is docstrings stating each claim's reading), so they are exempt."""
-    return list(library_modules().values())
-
-
 def test_only_the_plugin_imports_pytest():
     """The computing layers and the evidence layer know nothing of pytest: the plugin turns
     what they offer into parameters, so the library serves any other runner too."""
@@ -196,20 +186,6 @@ def test_only_the_plugin_imports_pytest():
         and any(target.split(".")[0] == "pytest" for target, _, _ in imports_of(path, name))
     ]
     assert not wrong, f"import pytest outside the plugin: {wrong}"
-
-
-@pytest.mark.parametrize("path", _library_files(), ids=lambda p: str(p.relative_to(REPO)))
-def test_long_modules_say_why(path: Path):
-    """A module over ~300 lines states, at its top, why it is one module."""
-    text = path.read_text()
-    lines = text.count("\n")
-    if lines <= MAX_LINES:
-        return
-    docstring = ast.get_docstring(ast.parse(text)) or ""
-    assert LONG_MODULE_REASON in docstring, (
-        f"{path.relative_to(REPO)} has {lines} lines: split it, or say '{LONG_MODULE_REASON} "
-        "...' in its docstring"
-    )
 
 
 def test_nothing_imports_xdist_internals():

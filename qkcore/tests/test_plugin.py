@@ -620,7 +620,7 @@ def test_a_deterministic_value_is_listed_only_beyond_its_tolerance(
 ):
     """Paper values tolerate 4.7e-10 (float64 sums over <= 2^17 terms): 1e-12 is rounding,
     1e-6 is not. Beyond it the value is listed, and red only under --claims-drift=numbers."""
-    from qkcore.pytest_plugin.tolerance import TOLERANCES
+    from qkcore.pytest_plugin.drift import TOLERANCES
 
     assert 1e-12 < TOLERANCES["paper"].rtol < 1e-6
     pytester.makepyfile(test_det=DETERMINISTIC_TESTS)
@@ -766,9 +766,9 @@ def test_a_power_check_must_name_its_effect():
 def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogues():
     from qkcore.evidence.refs import EvidenceRef
     from qkcore.pytest_plugin.checks import judge
-    from qkcore.pytest_plugin.findings import errata
-    from qkcore.pytest_plugin.report_errata import render_errata
-    from qkcore.pytest_plugin.result import ClaimResult
+    from qkcore.pytest_plugin.reports.errata import render_errata
+    from qkcore.pytest_plugin.reports.findings import errata
+    from qkcore.pytest_plugin.row import ClaimResult
 
     def row(claim, section, ref, value, printed):
         check = judge("median", value, "==", printed, kind="number")

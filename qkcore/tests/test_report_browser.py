@@ -20,8 +20,8 @@ import pytest
 
 from qkcore.evidence.refs import EvidenceRef
 from qkcore.pytest_plugin.checks import judge
-from qkcore.pytest_plugin.report import write_reports
-from qkcore.pytest_plugin.result import ClaimResult
+from qkcore.pytest_plugin.reports import write_reports
+from qkcore.pytest_plugin.row import ClaimResult
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")

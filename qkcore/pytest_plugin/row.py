@@ -1,39 +1,121 @@
-"""What a claim test's phase says: its verdict, and the baseline's rules for one test report.
+"""One claim test's row: each phase's verdict, the baseline's say, the record it travels as.
 
 Verdicts: a claim test gets the verdict its checks imply
 (:func:`~qkcore.pytest_plugin.checks.verdict_of`: supported, refuted, inconclusive,
 not-applicable). A test with no check, or whose bare ``assert`` fails, is an ``error``: no bare
-assert decides a verdict. Any other exception -> ``error``; a skip -> ``skipped``.
+assert decides a verdict. Any other exception -> ``error``; a skip -> ``skipped``
+(:func:`phase_verdict`).
 
 The baseline's rules for one test report (:func:`apply_baseline`): a known refuted row is
 xfailed; a toy seed's refuted row is xfailed too (its population is judged instead, at the end
 of the session), and so is a mutated copy's (mutations.md judges it); any other change of a
 decided verdict fails the test. Phases of one test merge with the worst verdict winning
 (:func:`merge_phase`).
+
+The row is one typed record, :class:`ClaimResult`, serialised with :meth:`ClaimResult.to_json`
+/ :meth:`ClaimResult.from_json` (the only place its fields are listed), so a key added here
+reaches xdist workers, the merged session results and every report at once::
+
+    ref = EvidenceRef("paper", "gpt2", "ape")
+    result = ClaimResult(nodeid="claims/test_s6_signature.py::test_x[paper:gpt2]", claim="S6b",
+                         evidence=ref.evidence_id, ref=ref, verdict="supported")
+    ClaimResult.from_json(result.to_json()) == result       # True
+    result.evidence_kind                                     # 'paper'
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
 import pytest
 
 from qkcore.errors import ForwardUnavailable, QKError
-from qkcore.pytest_plugin.baseline import DECIDED
-from qkcore.pytest_plugin.checks import Verdict, verdict_of
+from qkcore.evidence.refs import EvidenceRef
+from qkcore.pytest_plugin.checks import Check, verdict_of
 from qkcore.pytest_plugin.recorder import ClaimRecorder
-from qkcore.pytest_plugin.result import ClaimResult
+from qkcore.pytest_plugin.verdict import DECIDED, Verdict, worse
 
-__all__ = ["apply_baseline", "merge_phase", "phase_verdict"]
+__all__ = [
+    "CLAIMS_SCHEMA",
+    "READABLE_CLAIMS_SCHEMAS",
+    "ClaimResult",
+    "apply_baseline",
+    "merge_phase",
+    "phase_verdict",
+]
 
-# A later phase can only make things worse: error beats refuted beats supported.
-_RANK = {
-    None: 0,
-    "skipped": 1,
-    "supported": 2,
-    "not-applicable": 3,
-    "inconclusive": 4,
-    "refuted": 5,
-    "error": 6,
-}
+#: The schema claims.json is written in, and those a reader of runs accepts.
+CLAIMS_SCHEMA = "qk-claims/2"
+READABLE_CLAIMS_SCHEMAS = ("qk-claims/1", CLAIMS_SCHEMA)
+
+
+@dataclass
+class ClaimResult:
+    """One claim test's outcome and everything it recorded."""
+
+    nodeid: str
+    claim: str
+    #: the evidence id (``ref.evidence_id``; for a test without evidence, its parameters' id)
+    evidence: str = ""
+    #: which evidence, by field (None: a test with no evidence parameter, e.g. a simulation)
+    ref: EvidenceRef | None = None
+    section: str = ""
+    statement: str = ""
+    #: where the claim's sentence stands (``qk_spectral.tex:306``), from the catalogue
+    source: str = ""
+    #: the sentence itself, as the catalogue quotes it
+    sentence: str = ""
+    #: ``finding`` (empirical) or ``identity`` (verified on random operators), from the catalogue
+    nature: str = "finding"
+    verdict: Verdict | None = None
+    reason: str = ""
+    duration_s: float = 0.0
+    checks: list[Check] = field(default_factory=list)
+    measurements: list[dict[str, Any]] = field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    docstring: str = ""
+    #: for a toy seed's row: the node id of the population row that judges it (a detail)
+    population: str = ""
+    #: for a population row: how many seeds gave each decided verdict
+    #: (``{"supported": k, "refuted": k, "inconclusive": k, "not-applicable": k}``)
+    seeds: dict[str, int] | None = None
+
+    @property
+    def is_detail(self) -> bool:
+        """A seed's row, shown in the report but judged only through its population."""
+        return bool(self.population)
+
+    @property
+    def evidence_kind(self) -> str:
+        return self.ref.kind if self.ref is not None else "simulation"
+
+    @property
+    def margin(self) -> float | None:
+        """The statement checks' smallest margin: how far the closest one is from flipping
+        (negative: how far the worst failing one is from passing)."""
+        margins = [
+            c.margin
+            for c in self.checks
+            if c.kind == "statement" and isinstance(c.margin, int | float)
+        ]
+        return min(margins) if margins else None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ref"] = self.ref.to_json() if self.ref is not None else None
+        data["checks"] = [c.to_json() for c in self.checks]
+        data["margin"] = self.margin
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClaimResult:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["checks"] = [Check.from_json(c) for c in data.get("checks", [])]
+        ref = data.get("ref")
+        known["ref"] = EvidenceRef.from_json(ref) if isinstance(ref, dict) else None
+        return cls(**known)
 
 
 def phase_verdict(
@@ -155,5 +237,5 @@ def merge_phase(results: dict[str, ClaimResult], phase: ClaimResult) -> None:
     for name in ("checks", "measurements", "figures", "notes", "docstring"):
         if getattr(phase, name):
             setattr(result, name, getattr(phase, name))
-    if _RANK[phase.verdict] >= _RANK[result.verdict]:
+    if worse(result.verdict, phase.verdict):
         result.verdict, result.reason = phase.verdict, phase.reason

@@ -8,9 +8,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from qkcore.pytest_plugin.baseline import VERDICTS, BaselineChanges
+from qkcore.pytest_plugin.baseline import BaselineChanges
 from qkcore.pytest_plugin.drift import Drift, VerdictChange
-from qkcore.pytest_plugin.findings import claim_key
+from qkcore.pytest_plugin.reports.findings import claim_key
+from qkcore.pytest_plugin.verdict import VERDICTS
 
 __all__ = ["write_drift", "write_summary"]
 

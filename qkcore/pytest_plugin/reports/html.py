@@ -2,33 +2,127 @@
 
 Order: totals and drift, the one-line-per-claim summary, the errata, then each claim with its
 statement, its figures and every row with all its checks and the test's operationalization.
+
+Each row shows its evidence and the command that re-runs it, its verdict, its checks as a small
+table (failing first) with its measurements, and its reason and notes.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter, defaultdict
 from typing import Any
 
-from qkcore.pytest_plugin.figures import collect_figures, figure_png
-from qkcore.pytest_plugin.findings import (
-    VERDICT_ORDER,
+from qkcore.pytest_plugin.kinds import builtin_registry
+from qkcore.pytest_plugin.reports.figures import collect_figures, figure_png
+from qkcore.pytest_plugin.reports.findings import (
     claim_key,
     counts_text,
     fmt,
+    measure_text,
+    row_details,
     summary,
 )
-from qkcore.pytest_plugin.html_parts import FILTER_SCRIPT, STYLE, row_anchor, row_html
-from qkcore.pytest_plugin.kinds import builtin_registry
-from qkcore.pytest_plugin.result import ClaimResult
+from qkcore.pytest_plugin.row import ClaimResult
+from qkcore.pytest_plugin.verdict import REPORT_ORDER
 
-__all__ = ["render_html"]
+__all__ = ["FILTER_SCRIPT", "STYLE", "render_html", "rerun_command", "row_anchor", "row_html"]
+
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;width:100%;font-size:.9em;margin-bottom:1em}
+td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}
+th{background:#f3f3f3}.supported{background:#e6f4e6}.refuted{background:#fbe3e3}
+.error{background:#fde9c8}.inconclusive{background:#fdf6d8}.not-applicable{background:#eef}
+.skipped{color:#777}.claimhead{margin-top:1.6em}
+.fig{display:inline-block;margin:6px;border:1px solid #ddd}
+.fail{color:#a00}.uncertain{color:#a60}
+code{font-size:.85em}.note{color:#555;font-style:italic}
+body{display:grid;grid-template-columns:11em minmax(0,1fr);gap:1.5em;max-width:1400px}
+main{min-width:0}td code{overflow-wrap:anywhere}
+#index{position:sticky;top:0;align-self:start;max-height:100vh;overflow-y:auto;font-size:.85em}
+#index a{display:block;padding:1px 4px;margin:1px 0;text-decoration:none;color:#222}
+#filters{margin:.5em 0 1em;font-size:.9em}#filters label{margin-right:.8em}
+.sentence{border-left:3px solid #ccc;padding-left:.6em;color:#444}
+.rerun{font-size:.8em;color:#555}
+table.checks{font-size:.85em;margin:0}table.checks td{border-color:#e3e3e3}
+tr.pass td{color:#222}tr.fail td{color:#a00}tr.uncertain td{color:#a60}
+.strip{margin:.3em 0 .6em}.strip a{display:inline-block;padding:1px 6px;margin:1px;
+border:1px solid #ccc;border-radius:3px;font-size:.8em;text-decoration:none;color:#222}
+.identity{font-size:.8em;color:#555;border:1px solid #bbb;border-radius:3px;padding:0 4px}
+"""
+
+#: Rows hidden by the kind and verdict filters (plain JS: the page works offline, no server).
+FILTER_SCRIPT = """
+function qkFilter(){
+  var off=new Set();
+  document.querySelectorAll('#filters input').forEach(function(box){
+    if(!box.checked){off.add(box.value);}
+  });
+  document.querySelectorAll('tr[data-kind]').forEach(function(row){
+    var hide=off.has('kind:'+row.dataset.kind)||off.has('verdict:'+row.dataset.verdict);
+    row.style.display=hide?'none':'';
+  });
+}
+"""
+
+
+def rerun_command(r: ClaimResult) -> str:
+    """The command that re-runs one row (a population: its seeds' rows)."""
+    test = r.nodeid.split("[", 1)[0]
+    if r.seeds is not None and r.ref is not None:
+        return f"pytest '{test}' -k '{r.ref.model}-s'"
+    return f"pytest '{r.nodeid}'"
+
+
+_OUTCOME_ORDER = {"fail": 0, "uncertain": 1, "pass": 2}
+
+
+def _checks_table(r: ClaimResult) -> str:
+    """A row's checks as a small table, failing first, then its measurements."""
+    esc = html.escape
+    if not r.checks and not r.measurements:
+        return "<br>".join(esc(x) for x in row_details(r))
+    cells = [
+        f"<tr class='{c.outcome}'><td>{c.kind}</td><td>{esc(c.name)}</td>"
+        f"<td>{esc(fmt(c.value))}</td><td>{esc(c.comparison)}</td>"
+        f"<td>{esc(fmt(c.threshold))}</td><td>{c.outcome}</td>"
+        f"<td>{esc(fmt(c.margin))}</td></tr>"
+        for c in sorted(r.checks, key=lambda c: _OUTCOME_ORDER[c.outcome])
+    ]
+    table = (
+        "<table class='checks'><tr><th>kind</th><th>check</th><th>value</th><th></th>"
+        "<th>threshold</th><th>outcome</th><th>margin</th></tr>" + "".join(cells) + "</table>"
+        if cells
+        else ""
+    )
+    measured = "".join(f"<div>{esc(measure_text(m))}</div>" for m in r.measurements)
+    return table + measured
+
+
+def row_anchor(r: ClaimResult) -> str:
+    """A row's anchor in the page: stable across runs (its claim and node id)."""
+    return "row-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{r.claim}-{r.nodeid}").strip("-")
+
+
+def row_html(r: ClaimResult) -> str:
+    esc = html.escape
+    notes = "".join(f"<div class='note'>{esc(n)}</div>" for n in r.notes)
+    rerun = f"<div class='rerun'><code>{esc(rerun_command(r))}</code></div>"
+    return (
+        f"<tr id='{esc(row_anchor(r))}' class='{r.verdict}' data-kind='{esc(r.evidence_kind)}' "
+        f"data-verdict='{r.verdict or 'error'}'>"
+        f"<td><code>{esc(r.evidence or r.nodeid)}</code>{rerun}</td>"
+        f"<td>{r.verdict}</td><td>{_checks_table(r)}</td>"
+        f"<td>{esc(r.reason[:400])}{notes}</td><td>{r.duration_s:.2f}</td></tr>"
+    )
 
 
 def _worst(rows: list[ClaimResult]) -> str:
     """The verdict a claim's index entry is coloured by: its worst decided row."""
     found = {r.verdict or "error" for r in rows if not r.is_detail}
-    return next((v for v in VERDICT_ORDER if v in found), "skipped")
+    return next((v for v in REPORT_ORDER if v in found), "skipped")
 
 
 def _figures_by_claim(results: list[ClaimResult]) -> dict[str, list[str]]:
@@ -96,7 +190,7 @@ def render_html(
         f"<a class='{_worst(by_claim[c])}' href='#{esc(c)}'>{esc(c)}</a>" for c in claims
     )
     kinds = sorted({r.evidence_kind for r in results})
-    verdicts = [v for v in VERDICT_ORDER if any((r.verdict or "error") == v for r in results)]
+    verdicts = [v for v in REPORT_ORDER if any((r.verdict or "error") == v for r in results)]
     boxes = "".join(
         f"<label><input type='checkbox' checked value='kind:{esc(k)}' onchange='qkFilter()'>"
         f"{esc(k)}</label>"
@@ -112,7 +206,7 @@ def render_html(
         f"<nav id='index'><b>Claims</b>{index}</nav><main>",
         "<h1>Claims report</h1>",
         f"<p>{esc(created)} &mdash; "
-        + ", ".join(f"<b>{totals[v]}</b> {v}" for v in VERDICT_ORDER if totals[v])
+        + ", ".join(f"<b>{totals[v]}</b> {v}" for v in REPORT_ORDER if totals[v])
         + "</p>",
     ]
     if baseline.get("stopped"):

@@ -1,12 +1,12 @@
 """The claims report: claims.json (schema ``qk-claims/2``), claims.md, claims.html, errata.md.
 
-Everything comes from what claim tests recorded (:class:`~qkcore.pytest_plugin.result.
+Everything comes from what claim tests recorded (:class:`~qkcore.pytest_plugin.row.
 ClaimResult`): verdicts, checks, measurements, notes, figure points. Files are written
 atomically. claims.md answers first "which claims hold on the paper's data, on recomputed
 weights, on toys" (one line per claim), then lists the errata and the rows that are not
 supported, failing checks first; it stays under :data:`MD_LIMIT` characters (a pull-request
 comment holds 65,536). claims.html and claims.json carry everything. errata.md lists the
-paper's own slips, fit to send to its authors (:mod:`~qkcore.pytest_plugin.report_errata`).
+paper's own slips, fit to send to its authors (:mod:`~qkcore.pytest_plugin.reports.errata`).
 
 ``claims.json``::
 
@@ -40,15 +40,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qkcore.pytest_plugin.findings import errata, sorted_results, summary
 from qkcore.pytest_plugin.kinds import builtin_registry
-from qkcore.pytest_plugin.report_errata import render_errata
-from qkcore.pytest_plugin.report_html import render_html
-from qkcore.pytest_plugin.report_md import render_markdown
-from qkcore.pytest_plugin.result import CLAIMS_SCHEMA, ClaimResult
+from qkcore.pytest_plugin.reports.errata import render_errata
+from qkcore.pytest_plugin.reports.findings import errata, sorted_results, summary
+from qkcore.pytest_plugin.reports.html import render_html
+from qkcore.pytest_plugin.reports.markdown import render_markdown
+from qkcore.pytest_plugin.row import CLAIMS_SCHEMA, ClaimResult
 
 if TYPE_CHECKING:
-    from qkcore.pytest_plugin.state import SessionState
+    from qkcore.pytest_plugin.session import SessionState
 
 __all__ = [
     "KEEP_RUNS",

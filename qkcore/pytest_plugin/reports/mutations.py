@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qkcore.pytest_plugin.checks import Check
-from qkcore.pytest_plugin.markdown import cell
-from qkcore.pytest_plugin.result import ClaimResult
+from qkcore.pytest_plugin.reports.markdown import cell
+from qkcore.pytest_plugin.row import ClaimResult
 
 __all__ = ["MutationSummary", "summarize_mutations", "write_mutations"]
 

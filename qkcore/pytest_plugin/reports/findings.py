@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from typing import Any
 
-from qkcore.pytest_plugin.checks import Verdict, describe
-from qkcore.pytest_plugin.result import ClaimResult
+from qkcore.pytest_plugin.checks import describe
+from qkcore.pytest_plugin.row import ClaimResult
+from qkcore.pytest_plugin.verdict import REPORT_ORDER, SHORT, Verdict
 
 __all__ = [
     "ERRATA_CLASSES",
     "RULES",
-    "VERDICT_ORDER",
     "claim_key",
     "counts_text",
     "errata",
@@ -35,22 +36,6 @@ __all__ = [
     "summary",
 ]
 
-VERDICT_ORDER: tuple[Verdict, ...] = (
-    "refuted",
-    "error",
-    "inconclusive",
-    "not-applicable",
-    "supported",
-    "skipped",
-)
-_SHORT = {
-    "supported": "supported",
-    "refuted": "refuted",
-    "inconclusive": "inconclusive",
-    "not-applicable": "n/a",
-    "error": "error",
-    "skipped": "skipped",
-}
 RULES = {
     "number": "measurement rounded to the printed digits (qkcore.stats.printed)",
     "consistency": "the paper's own numbers and words, recomputed against each other",
@@ -90,7 +75,7 @@ def summary(results: list[ClaimResult]) -> list[dict[str, Any]]:
         verdicts: dict[str, dict[str, int]] = {}
         for kind in dict.fromkeys(r.evidence_kind for r in rows):
             counts = Counter(r.verdict or "error" for r in rows if r.evidence_kind == kind)
-            verdicts[kind] = {v: counts[v] for v in VERDICT_ORDER if counts[v]}
+            verdicts[kind] = {v: counts[v] for v in REPORT_ORDER if counts[v]}
         statement = next((r.statement for r in rows if r.statement), "")
         nature = "identity" if all(r.nature == "identity" for r in rows) else "finding"
         out.append({"claim": claim, "statement": statement, "nature": nature, "verdicts": verdicts})
@@ -195,8 +180,8 @@ def measure_text(m: dict[str, Any]) -> str:
     return text
 
 
-def counts_text(counts: dict[str, int]) -> str:
-    return ", ".join(f"{n} {_SHORT[v]}" for v, n in counts.items())
+def counts_text(counts: Mapping[Verdict, int]) -> str:
+    return ", ".join(f"{n} {SHORT[v]}" for v, n in counts.items())
 
 
 def first_sentence(text: str, limit: int = 160) -> str:

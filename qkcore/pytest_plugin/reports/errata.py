@@ -21,8 +21,8 @@ import shlex
 from collections import defaultdict
 from typing import Any
 
-from qkcore.pytest_plugin.findings import ERRATA_CLASSES, claim_key, fmt
-from qkcore.pytest_plugin.markdown import cell, code
+from qkcore.pytest_plugin.reports.findings import ERRATA_CLASSES, claim_key, fmt
+from qkcore.pytest_plugin.reports.markdown import cell, code
 
 __all__ = ["render_errata", "reproduce_command"]
 
@@ -96,7 +96,8 @@ def _reading_block(listed: list[dict[str, Any]]) -> list[str]:
 
 
 def render_errata(found: list[dict[str, Any]], created: str) -> str:
-    """errata.md for the errata of one run (:func:`~qkcore.pytest_plugin.findings.errata`)."""
+    """errata.md for the errata of one run
+    (:func:`~qkcore.pytest_plugin.reports.findings.errata`)."""
     by_class: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in found:
         by_class[e.get("class", "slip")].append(e)
