@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     import torch
 
-    from qkcore.analysis.behaviour import BehaviourSpec, model_behaviour, repeated_random_tokens
+    from qkcore.analysis.behaviour import BehaviourSpec, model_behaviour
     from qkcore.models.toy.cache import trained_run
     from qkcore.models.toy.model import ToyConfig
     from qkcore.models.toy.train import sample_batch
@@ -42,23 +43,7 @@ def main() -> None:
                     f"loss {b['induction_loss']:.2f}"
                 )
             print(f"{scheme}-s{seed}  " + "; ".join(cells))
-            L = args.length
-            tokens = repeated_random_tokens(100, L, model.d_vocab, None, 0, low=0)
-            names = {f"blocks.{layer}.attn.hook_pattern" for layer in range(model.n_layers)}
-            cache = model.run_with_cache(tokens, names)
-            n = tokens.shape[1]
-            queries = np.arange(n - L, n)
-            for layer in range(model.n_layers):
-                pattern = cache[f"blocks.{layer}.attn.hook_pattern"]  # [B, H, n, n]
-                for head in range(pattern.shape[1]):
-                    profile = np.zeros(2 * L)
-                    for i in queries:
-                        for offset in range(min(i + 1, 2 * L)):
-                            profile[offset] += pattern[:, head, i, i - offset].mean()
-                    profile /= len(queries)
-                    top = np.argsort(profile)[::-1][:3]
-                    shown = ", ".join(f"{o}: {profile[o]:.2f}" for o in top)
-                    print(f"    L{layer}H{head} attention by offset i - j (top 3): {shown}")
+            _print_offset_profiles(model, args.length)
     config = ToyConfig()
     tokens, _ = sample_batch(config, 64, torch.Generator().manual_seed(0))
     distances = []
@@ -73,6 +58,29 @@ def main() -> None:
         f"training task: a token recurs after median {np.median(d):.0f} positions "
         f"(p90 {np.percentile(d, 90):.0f}); share within 16: {(d <= 16).mean():.2f}"
     )
+
+
+def _print_offset_profiles(model: Any, length: int) -> None:
+    """Each head's mean attention by offset i - j over the second half of repeated random
+    tokens (period ``length``): its top three offsets."""
+    from qkcore.analysis.behaviour import repeated_random_tokens
+
+    tokens = repeated_random_tokens(100, length, model.d_vocab, None, 0, low=0)
+    names = {f"blocks.{layer}.attn.hook_pattern" for layer in range(model.n_layers)}
+    cache = model.run_with_cache(tokens, names)
+    n = tokens.shape[1]
+    queries = np.arange(n - length, n)
+    for layer in range(model.n_layers):
+        pattern = cache[f"blocks.{layer}.attn.hook_pattern"]  # [B, H, n, n]
+        for head in range(pattern.shape[1]):
+            profile = np.zeros(2 * length)
+            for i in queries:
+                for offset in range(min(i + 1, 2 * length)):
+                    profile[offset] += pattern[:, head, i, i - offset].mean()
+            profile /= len(queries)
+            top = np.argsort(profile)[::-1][:3]
+            shown = ", ".join(f"{o}: {profile[o]:.2f}" for o in top)
+            print(f"    L{layer}H{head} attention by offset i - j (top 3): {shown}")
 
 
 if __name__ == "__main__":

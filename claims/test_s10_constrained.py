@@ -154,6 +154,45 @@ def _arms_present(cells: dict, claim, arms=ARMS) -> None:
     )
 
 
+def _arm_formation(claim: Claim, arm: str, runs: list, steps: np.ndarray, toy: bool) -> None:
+    """One arm's formation steps: measured, their mean and sd against the paper's printed
+    ones (paper evidence) or beside them (toys), and the figure's points."""
+    mean = float(np.mean(steps))
+    sd = float(np.std(steps, ddof=1)) if steps.size > 1 else float("nan")
+    printed_mean = claim.printed_text("mean formation step", arm, required=True)
+    printed_sd = claim.printed_text("sd formation step", arm, required=True)
+    claim.measure(
+        f"{arm}: formation steps (censored runs at cap + one eval)",
+        steps.tolist(),
+        n=steps.size,
+    )
+    claim.measure(f"{arm}: runs that formed", _n_formed(runs), n=len(runs))
+    if toy:
+        claim.measure(f"{arm}: mean formation step", mean, paper=int(printed_mean))
+        claim.measure(f"{arm}: sd", sd, paper=int(printed_sd))
+    else:
+        claim.printed(
+            "mean formation step",
+            mean,
+            key=arm,
+            label=f"{arm}: mean formation step",
+            n=steps.size,
+        )
+        claim.printed("sd formation step", sd, key=arm, label=f"{arm}: sd formation step")
+    claim.plot(
+        "formation step by arm",
+        f"{arm} runs",
+        arm,
+        steps,
+        kind="strip",
+        ylabel="formation step",
+        group=arm.split("-")[0],  # the arm's positional scheme: ape or rope
+        caption="Every constrained arm should form later than its scheme's free arm; APE "
+        "sym latest of all (2.9x); hollow black marks are the paper's printed means.",
+    )
+    claim.plot("formation step by arm", "mean", arm, int(printed_mean), kind="strip", paper=True)
+
+
 @claim("S10b", sets=("paper", "toy-grid"))
 def test_formation_costs(evidence_set, claim: Claim):
     """Source: §10, "P1 (free base rates) holds: APE forms fastest (600 +- 0 steps), RoPE free at
@@ -203,44 +242,7 @@ def test_formation_costs(evidence_set, claim: Claim):
     _arms_present(cells, claim)
     formation = _formation(cells)
     for arm in ARMS:
-        runs = cells[arm]
-        steps = formation[arm]
-        mean = float(np.mean(steps))
-        sd = float(np.std(steps, ddof=1)) if steps.size > 1 else float("nan")
-        printed_mean = claim.printed_text("mean formation step", arm, required=True)
-        printed_sd = claim.printed_text("sd formation step", arm, required=True)
-        claim.measure(
-            f"{arm}: formation steps (censored runs at cap + one eval)",
-            steps.tolist(),
-            n=steps.size,
-        )
-        claim.measure(f"{arm}: runs that formed", _n_formed(runs), n=len(runs))
-        if toy:
-            claim.measure(f"{arm}: mean formation step", mean, paper=int(printed_mean))
-            claim.measure(f"{arm}: sd", sd, paper=int(printed_sd))
-        else:
-            claim.printed(
-                "mean formation step",
-                mean,
-                key=arm,
-                label=f"{arm}: mean formation step",
-                n=steps.size,
-            )
-            claim.printed("sd formation step", sd, key=arm, label=f"{arm}: sd formation step")
-        claim.plot(
-            "formation step by arm",
-            f"{arm} runs",
-            arm,
-            steps,
-            kind="strip",
-            ylabel="formation step",
-            group=arm.split("-")[0],  # the arm's positional scheme: ape or rope
-            caption="Every constrained arm should form later than its scheme's free arm; APE "
-            "sym latest of all (2.9x); hollow black marks are the paper's printed means.",
-        )
-        claim.plot(
-            "formation step by arm", "mean", arm, int(printed_mean), kind="strip", paper=True
-        )
+        _arm_formation(claim, arm, cells[arm], formation[arm], toy)
     for printed, (slow, fast) in (
         ("1.4", ("rope-imag", "rope-free")),
         ("1.66", ("rope-sym", "rope-free")),

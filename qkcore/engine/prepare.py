@@ -124,6 +124,49 @@ def prepare(
     cache = cache or DiskCache.default()
     start = time.monotonic()
     summary = PrepareSummary()
+    todo = _not_yet_built(tasks, cache, summary, on_settled)
+    if not todo:
+        summary.seconds = time.monotonic() - start
+        return summary
+    order = order or UnblockingOrder({})
+    executor = executor or LocalPool(workers, memory_budget_gb, niceness)
+    progress = _Progress(line, bar, len(todo))
+    phase = _Phase(order.rank(todo, settled=set()), order, executor, cache, summary, progress)
+    phase.on_settled, phase.start = on_settled, start
+    if announce:
+        phase.announce()
+    with executor:
+        phase.last_line = time.monotonic()
+        while phase.pending or phase.running:
+            if stop is not None and stop.is_set():
+                executor.terminate()
+                break
+            slots = phase.submit_ready()
+            finished, _ = wait(
+                phase.running, timeout=min(heartbeat, 2.0), return_when=FIRST_COMPLETED
+            )
+            now = time.monotonic()
+            for future in finished:
+                phase.settle(future, now, slots)
+            if not finished and now - phase.last_line >= heartbeat * 0.99:
+                phase.heartbeat(now, slots)
+    summary.seconds = time.monotonic() - start
+    found = f"{len(summary.found)} built by another run, " if summary.found else ""
+    progress.line(
+        f"prepare: {len(summary.built)} built, {found}{len(summary.failed)} failed, "
+        f"{len(summary.cached)} cached, in {_clock(summary.seconds)}"
+    )
+    return summary
+
+
+def _not_yet_built(
+    tasks: Iterable[BuildTask],
+    cache: DiskCache,
+    summary: PrepareSummary,
+    on_settled: Callable[[BuildTask, str | None], None] | None,
+) -> list[BuildTask]:
+    """The distinct tasks (by key) not yet done with this code; each one found done is
+    counted as cached and settled at once."""
     unique: dict[tuple, BuildTask] = {}
     for task in tasks:
         unique.setdefault(task.key, task)
@@ -135,97 +178,108 @@ def prepare(
                 on_settled(task, None)
         else:
             todo.append(task)
-    if not todo:
-        summary.seconds = time.monotonic() - start
-        return summary
-    order = order or UnblockingOrder({})
-    todo = order.rank(todo, settled=set())
-    total, expected = len(todo), sum(t.cost for t in todo)
-    progress = _Progress(line, bar, total)
-    executor = executor or LocalPool(workers, memory_budget_gb, niceness)
-    slots0, where0 = executor.slots(), executor.description
-    if announce:
-        progress.line(
+    return todo
+
+
+class _Phase:
+    """One preparation phase's running state: what waits, what runs where, what settled, and
+    the lines that say so (:func:`prepare`'s loop drives it)."""
+
+    def __init__(
+        self,
+        todo: list[BuildTask],
+        order: UnblockingOrder,
+        executor: Executor,
+        cache: DiskCache,
+        summary: PrepareSummary,
+        progress: _Progress,
+    ) -> None:
+        self.pending = list(todo)
+        self.total, self.expected = len(todo), sum(t.cost for t in todo)
+        self.order, self.executor, self.cache = order, executor, cache
+        self.summary, self.progress = summary, progress
+        self.running: dict[Future, tuple[BuildTask, float]] = {}
+        self.settled: set = set()
+        self.done_cost = self.done_actual = 0.0
+        self.on_settled: Callable[[BuildTask, str | None], None] | None = None
+        self.start = self.last_line = time.monotonic()
+
+    def announce(self) -> None:
+        """The opening line: how many builds, their expected time on this executor."""
+        total, slots = self.total, self.executor.slots()
+        self.progress.line(
             f"prepare: {total} build{'s' * (total > 1)} the selected tests need "
-            f"(expected {_left(expected / max(1, min(slots0, total))).replace(' left', '')} on "
-            f"{where0}; {len(summary.cached)} already cached)"
+            f"(expected {_left(self.expected / max(1, min(slots, total))).replace(' left', '')}"
+            f" on {self.executor.description}; {len(self.summary.cached)} already cached)"
         )
-    running: dict[Future, tuple[BuildTask, float]] = {}
-    pending = list(todo)
-    done_cost = done_actual = 0.0
-    settled: set = set()
-    with executor:
-        last_line = time.monotonic()
-        while pending or running:
-            if stop is not None and stop.is_set():
-                executor.terminate()
+
+    def submit_ready(self) -> int:
+        """Hand the executor what unblocks most, while slots and memory allow; returns the
+        slots it has now."""
+        slots, budget = self.executor.slots(), self.executor.memory_gb()
+        in_use = sum(task.memory_gb for task, _ in self.running.values())
+        busy = self.settled | {self.order.key(task) for task, _ in self.running.values()}
+        for task in self.order.rank(self.pending, busy):
+            if len(self.running) >= slots:
                 break
-            slots, budget = executor.slots(), executor.memory_gb()
-            in_use = sum(task.memory_gb for task, _ in running.values())
-            busy = settled | {order.key(task) for task, _ in running.values()}
-            for task in order.rank(pending, busy):
-                if len(running) >= slots:
-                    break
-                if budget is not None and running and in_use + task.memory_gb > budget:
-                    continue  # a smaller task may fit; this one waits for memory
-                pending.remove(task)
-                running[executor.submit(task)] = (task, time.monotonic())
-                in_use += task.memory_gb
-            finished, _ = wait(running, timeout=min(heartbeat, 2.0), return_when=FIRST_COMPLETED)
-            now = time.monotonic()
-            for future in finished:
-                task, began = running.pop(future)
-                took = now - began
-                error = future.exception()
-                ran: Ran | None = None
-                if error is None:
-                    cache.get_or_build(stamp_key(task), _write_stamp(task, took), verify=False)
-                    ran = future.result()
-                    ran = ran if isinstance(ran, Ran) else Ran(str(ran or ""))
-                    where = f" on {ran.host}" if ran.host else ""
-                    if ran.built:
-                        summary.built.append(task.label)
-                        status = f"done in {_clock(took)}{where}"
-                    else:
-                        summary.found.append(task.label)
-                        status = f"built by another run (waited {_clock(took)}{where})"
-                else:
-                    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                    summary.failed.append((task.label, f"{type(error).__name__}: {message}"))
-                    status = f"FAILED ({type(error).__name__}: {message}); its tests will say"
-                failed = None if error is None else f"{type(error).__name__}: {error}"
-                log_build(task, began, now, ran, failed)
-                settled.add(order.key(task))
-                if on_settled is not None:
-                    on_settled(task, None if error is None else summary.failed[-1][1])
-                done_cost += task.cost
-                done_actual += took
-                count = len(summary.built) + len(summary.found) + len(summary.failed)
-                left = _remaining(pending, running, now, slots, done_cost, done_actual)
-                progress.line(
-                    f"prepare [{count}/{total}] {task.label}: {status} - elapsed "
-                    f"{_clock(now - start)}, {_left(left)}"
-                )
-                last_line = now
-            if not finished and now - last_line >= heartbeat * 0.99:
-                count = len(summary.built) + len(summary.found) + len(summary.failed)
-                left = _remaining(pending, running, now, slots, done_cost, done_actual)
-                names = ", ".join(
-                    f"{task.label} ({_clock(now - began)})" for task, began in running.values()
-                )
-                progress.bar(
-                    count,
-                    f"prepare {count}/{total}: building {names} - elapsed "
-                    f"{_clock(now - start)}, {_left(left)}",
-                )
-                last_line = now
-    summary.seconds = time.monotonic() - start
-    found = f"{len(summary.found)} built by another run, " if summary.found else ""
-    progress.line(
-        f"prepare: {len(summary.built)} built, {found}{len(summary.failed)} failed, "
-        f"{len(summary.cached)} cached, in {_clock(summary.seconds)}"
-    )
-    return summary
+            if budget is not None and self.running and in_use + task.memory_gb > budget:
+                continue  # a smaller task may fit; this one waits for memory
+            self.pending.remove(task)
+            self.running[self.executor.submit(task)] = (task, time.monotonic())
+            in_use += task.memory_gb
+        return slots
+
+    def settle(self, future: Future, now: float, slots: int) -> None:
+        """One build ended: its stamp (or failure), its log line, its tests told."""
+        summary = self.summary
+        task, began = self.running.pop(future)
+        took = now - began
+        error = future.exception()
+        ran: Ran | None = None
+        if error is None:
+            self.cache.get_or_build(stamp_key(task), _write_stamp(task, took), verify=False)
+            ran = future.result()
+            ran = ran if isinstance(ran, Ran) else Ran(str(ran or ""))
+            where = f" on {ran.host}" if ran.host else ""
+            if ran.built:
+                summary.built.append(task.label)
+                status = f"done in {_clock(took)}{where}"
+            else:
+                summary.found.append(task.label)
+                status = f"built by another run (waited {_clock(took)}{where})"
+        else:
+            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            summary.failed.append((task.label, f"{type(error).__name__}: {message}"))
+            status = f"FAILED ({type(error).__name__}: {message}); its tests will say"
+        failed = None if error is None else f"{type(error).__name__}: {error}"
+        log_build(task, began, now, ran, failed)
+        self.settled.add(self.order.key(task))
+        if self.on_settled is not None:
+            self.on_settled(task, None if error is None else summary.failed[-1][1])
+        self.done_cost += task.cost
+        self.done_actual += took
+        count = len(summary.built) + len(summary.found) + len(summary.failed)
+        left = _remaining(self.pending, self.running, now, slots, self.done_cost, self.done_actual)
+        self.progress.line(
+            f"prepare [{count}/{self.total}] {task.label}: {status} - elapsed "
+            f"{_clock(now - self.start)}, {_left(left)}"
+        )
+        self.last_line = now
+
+    def heartbeat(self, now: float, slots: int) -> None:
+        """A line while nothing ends: what is building, for how long, and what is left."""
+        summary = self.summary
+        count = len(summary.built) + len(summary.found) + len(summary.failed)
+        left = _remaining(self.pending, self.running, now, slots, self.done_cost, self.done_actual)
+        names = ", ".join(
+            f"{task.label} ({_clock(now - began)})" for task, began in self.running.values()
+        )
+        self.progress.bar(
+            count,
+            f"prepare {count}/{self.total}: building {names} - elapsed "
+            f"{_clock(now - self.start)}, {_left(left)}",
+        )
+        self.last_line = now
 
 
 def _remaining(pending, running, now, workers, done_cost, done_actual) -> float:

@@ -71,7 +71,20 @@ def row_problem(data: Any) -> str:
     for key in ("claim", "evidence", "kind", "nodeid"):
         if key in data and not isinstance(data[key], str):
             return f"'{key}' must be text, not {data[key]!r}"
-    checks = data.get("checks", [])
+    problem = _checks_problem(data.get("checks", []))
+    if problem:
+        return problem
+    seeds = data.get("seeds")
+    if seeds is not None:
+        if not isinstance(seeds, Mapping) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in seeds.values()
+        ):
+            return f"'seeds' must map verdicts to counts (whole numbers >= 0), not {seeds!r}"
+    return ""
+
+
+def _checks_problem(checks: Any) -> str:
+    """What is wrong with a stored row's checks (a list of objects, each named and kinded)."""
     if not isinstance(checks, list):
         return f"'checks' must be a list, not {checks!r}"
     for i, check in enumerate(checks):
@@ -80,12 +93,6 @@ def row_problem(data: Any) -> str:
         for key in ("name", "kind"):
             if not isinstance(check.get(key), str):
                 return f"check {i + 1} lacks its '{key}' (text): {dict(check)!r}"
-    seeds = data.get("seeds")
-    if seeds is not None:
-        if not isinstance(seeds, Mapping) or not all(
-            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in seeds.values()
-        ):
-            return f"'seeds' must map verdicts to counts (whole numbers >= 0), not {seeds!r}"
     return ""
 
 

@@ -209,6 +209,49 @@ def judge(
     bootstrap CI) makes the outcome ``uncertain`` when it reaches across the threshold.
     A ``power`` check must name its ``effect`` (module docstring) and may narrow ``guards``.
     """
+    kind_, comparison_, guards_ = _checked_call(name, kind, comparison, effect, guards)
+    passed = _passes(name, value, comparison, threshold, kind)
+    if kind == "number" or (isinstance(threshold, str) and not isinstance(value, str)):
+        if comparison not in ("in", "not in"):
+            paper = threshold if paper is None else paper
+    outcome = _with_interval(
+        "pass" if passed else "fail", value, comparison, threshold, kind, interval, refute_interval
+    )
+    reproduced_by = ""
+    if readings and kind in ("number", "consistency") and outcome != "pass":
+        for reading, other in readings.items():
+            if judge(name, other, comparison, threshold, kind=kind).outcome == "pass":
+                reproduced_by = reading
+                break
+    return Check(
+        name=name,
+        kind=kind_,
+        value=value,
+        comparison=comparison_,
+        threshold=threshold,
+        outcome=outcome,
+        paper=paper,
+        margin=_check_margin(value, comparison, threshold),
+        interval=(float(interval[0]), float(interval[1])) if interval is not None else None,
+        n=n,
+        note=note,
+        effect=effect,
+        guards=guards_,
+        opposite=opposite,
+        margin_source=margin_source,
+        readings=dict(readings) if readings else None,
+        reproduced_by=reproduced_by,
+        refute_interval=(
+            (float(refute_interval[0]), float(refute_interval[1])) if refute_interval else None
+        ),
+    )
+
+
+def _checked_call(
+    name: str, kind: str, comparison: str, effect: str, guards: str
+) -> tuple[CheckKind, Comparison, Guards]:
+    """A check's kind, comparison and (for power) effect and guards, typed: a bad one is a bug
+    in the claim test, named with the fix."""
     if kind not in CHECK_KINDS:
         raise CheckError(f"check kind must be one of {CHECK_KINDS}; got {kind!r}")
     if kind == "power" and not effect.strip():
@@ -221,77 +264,75 @@ def judge(
         raise CheckError(f"power check {name!r}: guards must be one of {GUARDS}; got {guards!r}")
     if comparison not in COMPARISONS:
         raise CheckError(f"comparison must be one of {COMPARISONS}; got {comparison!r}")
+    return kind, comparison, guards
+
+
+def _passes(name: str, value: Any, comparison: str, threshold: Any, kind: str) -> bool:
+    """Whether ``value <comparison> threshold`` holds, by the threshold's type: a range for
+    ``in``, a printed text (the value rounded to its digits), a flag or a name, a list of
+    names, or a number."""
     if comparison in ("in", "not in"):
         if not (isinstance(threshold, tuple | list) and len(threshold) == 2):
             raise CheckError(f"check {name!r}: 'in' takes a (low, high) threshold")
         lo, hi = threshold
-        inside = value == value and lo <= value <= hi
-        passed = inside if comparison == "in" else not inside
-    elif kind == "number" or (isinstance(threshold, str) and not isinstance(value, str)):
+        inside = bool(value == value and lo <= value <= hi)
+        return inside if comparison == "in" else not inside
+    if kind == "number" or (isinstance(threshold, str) and not isinstance(value, str)):
         # a printed number as the threshold: the measurement is rounded to its digits
         if not isinstance(threshold, str):
             raise CheckError(
                 f"number check {name!r}: give the threshold as the paper prints it, "
                 f"e.g. '0.790', not {threshold!r}"
             )
-        passed = _number(value) is not None and reproduces(float(value), comparison, threshold)
-        paper = threshold if paper is None else paper
-    elif isinstance(value, bool) or isinstance(threshold, bool | str):
-        passed = _ORDER[comparison](value, threshold)
-    elif comparison in ("==", "!=") and any(
-        isinstance(v, list | tuple) for v in (value, threshold)
-    ):
+        return _number(value) is not None and reproduces(float(value), comparison, threshold)
+    if isinstance(value, bool) or isinstance(threshold, bool | str):
+        return bool(_ORDER[comparison](value, threshold))
+    if comparison in ("==", "!=") and any(isinstance(v, list | tuple) for v in (value, threshold)):
         # a list of names (missing columns, heads): compared as lists, never as numbers
         as_list = [list(v) if isinstance(v, list | tuple) else v for v in (value, threshold)]
-        passed = _ORDER[comparison](*as_list)
-    else:
-        v = _number(value)
-        passed = v is not None and not math.isnan(v) and _ORDER[comparison](v, float(threshold))
-    outcome: Outcome = "pass" if passed else "fail"
-    if interval is not None and kind == "statement" and comparison == "in":
+        return bool(_ORDER[comparison](*as_list))
+    v = _number(value)
+    return v is not None and not math.isnan(v) and bool(_ORDER[comparison](v, float(threshold)))
+
+
+def _with_interval(
+    outcome: Outcome,
+    value: Any,
+    comparison: str,
+    threshold: Any,
+    kind: str,
+    interval: tuple[float, float] | None,
+    refute_interval: tuple[float, float] | None,
+) -> Outcome:
+    """A statement's outcome read on its uncertainty interval: an equivalence decision for
+    ``in`` (:mod:`qkcore.stats.equivalence`), ``uncertain`` when a one-sided comparison's
+    interval reaches across the threshold; any other check keeps its outcome."""
+    if interval is None or kind != "statement":
+        return outcome
+    if comparison == "in":
+        lo, hi = threshold
         decision = equivalence(
             value, interval, (float(lo), float(hi)), refute_interval=refute_interval
         ).decision
-        outcome = _EQUIVALENCE_OUTCOME[decision]
-    elif interval is not None and kind == "statement" and comparison in ("<", "<=", ">", ">="):
+        return _EQUIVALENCE_OUTCOME[decision]
+    if comparison in ("<", "<=", ">", ">="):
         lo, hi = sorted(float(x) for x in interval)
         if lo <= float(threshold) <= hi:
-            outcome = "uncertain"
-    reproduced_by = ""
-    if readings and kind in ("number", "consistency") and outcome != "pass":
-        for reading, other in readings.items():
-            if judge(name, other, comparison, threshold, kind=kind).outcome == "pass":
-                reproduced_by = reading
-                break
-    margin = None
+            return "uncertain"
+    return outcome
+
+
+def _check_margin(value: Any, comparison: str, threshold: Any) -> float | None:
+    """How far the value clears its threshold (signed): for a printed threshold, the value
+    as printed against it; None for a flag or a value that is not a number."""
     if isinstance(threshold, str) and comparison not in ("in", "not in"):
         shown = _number(value)
-        if shown is not None and not math.isnan(shown):
-            margin = _margin(float(as_printed(shown, threshold)), comparison, float(threshold))
-    elif not isinstance(value, bool):
-        margin = _margin(value, comparison, threshold)
-    return Check(
-        name=name,
-        kind=kind,
-        value=value,
-        comparison=comparison,
-        threshold=threshold,
-        outcome=outcome,
-        paper=paper,
-        margin=margin,
-        interval=(float(interval[0]), float(interval[1])) if interval is not None else None,
-        n=n,
-        note=note,
-        effect=effect,
-        guards=guards,
-        opposite=opposite,
-        margin_source=margin_source,
-        readings=dict(readings) if readings else None,
-        reproduced_by=reproduced_by,
-        refute_interval=(
-            (float(refute_interval[0]), float(refute_interval[1])) if refute_interval else None
-        ),
-    )
+        if shown is None or math.isnan(shown):
+            return None
+        return _margin(float(as_printed(shown, threshold)), comparison, float(threshold))
+    if isinstance(value, bool):
+        return None
+    return _margin(value, comparison, threshold)
 
 
 def describe(check: Check) -> str:

@@ -369,36 +369,50 @@ def compare_rows(
                 before.verdict,
             )
         ):
-            drift.population_sizes.append(max(sum(before.seeds.values()), sum(now.seeds.values())))
-            p = count_change_p(SeedCounts.from_dict(before.seeds), SeedCounts.from_dict(now.seeds))
-            change.p, change.old_seeds, change.new_seeds = p, before.seeds, now.seeds
-            if p <= ALPHA_CHANGE:
-                change.note = f"seed counts differ beyond chance (p = {p:.2g} <= {ALPHA_CHANGE})"
-                drift.changes.append(change)
-            elif now.verdict != before.verdict:
-                change.note = (
-                    f"seed counts within chance (p = {p:.2g} > {ALPHA_CHANGE}): the population "
-                    "sits at its decision cut"
-                )
-                drift.unstable.append(change)
+            _judge_population(drift, change, before.seeds, now.seeds)
             continue
         tolerance = tolerances.get(now.kind)
         if tolerance is not None:
-            moves, compared, within = _numbers(nodeid, before, now, tolerance)
-            drift.numbers += moves
-            drift.numbers_compared += compared
-            drift.numbers_within += within
-            if now.verdict != before.verdict and not moves and compared:
-                change.note = (
-                    "every compared value moved within its rounding tolerance: the row sits "
-                    "at its cut"
-                )
+            _judge_numbers(drift, change, before, now, tolerance)
         if now.verdict != before.verdict:
             if before.seeds is None and now.seeds is not None:
                 change.note = "the baseline keeps no seed counts for this population (schema 1)"
             drift.changes.append(change)
     drift.missing = sorted(set(old) - set(new))
     return drift
+
+
+def _judge_population(
+    drift: Drift, change: VerdictChange, before: dict[str, int], now: dict[str, int]
+) -> None:
+    """A population row: a change when its seed counts differ beyond chance, unstable when
+    only its verdict moved (module docstring)."""
+    drift.population_sizes.append(max(sum(before.values()), sum(now.values())))
+    p = count_change_p(SeedCounts.from_dict(before), SeedCounts.from_dict(now))
+    change.p, change.old_seeds, change.new_seeds = p, before, now
+    if p <= ALPHA_CHANGE:
+        change.note = f"seed counts differ beyond chance (p = {p:.2g} <= {ALPHA_CHANGE})"
+        drift.changes.append(change)
+    elif change.new != change.old:
+        change.note = (
+            f"seed counts within chance (p = {p:.2g} > {ALPHA_CHANGE}): the population "
+            "sits at its decision cut"
+        )
+        drift.unstable.append(change)
+
+
+def _judge_numbers(
+    drift: Drift, change: VerdictChange, before: RowRecord, now: RowRecord, tolerance: Tolerance
+) -> None:
+    """A deterministic row's values against the old run's, under its rounding tolerance."""
+    moves, compared, within = _numbers(change.nodeid, before, now, tolerance)
+    drift.numbers += moves
+    drift.numbers_compared += compared
+    drift.numbers_within += within
+    if now.verdict != before.verdict and not moves and compared:
+        change.note = (
+            "every compared value moved within its rounding tolerance: the row sits at its cut"
+        )
 
 
 def judged_rows(state: SessionState) -> dict[str, RowRecord]:

@@ -136,6 +136,13 @@ def phase_verdict(
         return ("error", _short_error(call)) if report.failed else (None, "")
     if report.when != "call":
         return None, ""
+    return _call_verdict(report, call, recorder)
+
+
+def _call_verdict(
+    report: pytest.TestReport, call: pytest.CallInfo[None], recorder: ClaimRecorder | None
+) -> tuple[Verdict | None, str]:
+    """The call phase's verdict: bad input, a broken test, or what its checks imply."""
     assertion = call.excinfo is not None and call.excinfo.errisinstance(AssertionError)
     if report.failed and call.excinfo is not None and call.excinfo.errisinstance(QKError):
         # bad input: its message names the problem and the fix; a traceback through the claim

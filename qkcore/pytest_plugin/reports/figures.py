@@ -75,69 +75,28 @@ def figure_png(title: str, spec: dict[str, Any]) -> str:
     colours = [plt.get_cmap("tab10")(i) for i in range(10)]
     paper = spec.get("paper", set())
     names = sorted(n for n in spec["series"] if n not in paper) + sorted(paper)
-    categories: list[str] = []
-    if spec["kind"] == "strip":
-        for name in names:
-            for x in spec["series"][name][0]:
-                if str(x) not in categories:
-                    categories.append(str(x))
+    categories = _categories(spec, names)
     measured = [n for n in names if n not in paper]
     groups: dict[str, str] = spec.get("groups", {})
     group_names = sorted(set(groups.values()))
     within: dict[str, int] = defaultdict(int)  # a series' marker: its rank in its group
     for i, name in enumerate(names):
-        xs, ys = spec["series"][name]
-        ys_f = [_number(y) for y in ys]
-        reference = name in paper
-        first_reference = reference and name == min(paper)
         group = groups.get(name)
         rank = within[group] if group else i
         if group:
             within[group] += 1
-        style: dict[str, Any] = {
-            "marker": "D" if reference else MARKERS[rank % len(MARKERS)],
-            # the paper's values share one legend entry: they are told apart by position;
-            # grouped series are named by their group (proxy entries below)
-            "label": "the paper's printed value"
-            if first_reference
-            else None
-            if reference or group
-            else name,
-        }
-        if reference:
+        if name in paper:
             colour: Any = "black"
         elif group:
             colour = colours[group_names.index(group) % len(colours)]
         else:
             colour = colours[i % len(colours)]
-        if spec["kind"] == "strip":
-            offset = 0.0 if reference else (i - (len(measured) - 1) / 2) * 0.06
-            pos = [categories.index(str(x)) + offset for x in xs]
-            if reference:
-                ax.scatter(pos, ys_f, s=60, facecolors="none", edgecolors=colour, zorder=3, **style)
-            else:
-                ax.scatter(pos, ys_f, s=28, alpha=0.8, color=colour, **style)
-        elif spec["kind"] == "line":
-            xs_f = [_number(x) for x in xs]
-            line = "--" if reference else "-"
-            ax.plot(xs_f, ys_f, linestyle=line, color=colour, markersize=4, **style)
-        else:
-            xs_f = [_number(x) for x in xs]
-            if reference:
-                ax.scatter(
-                    xs_f, ys_f, s=50, facecolors="none", edgecolors=colour, zorder=3, **style
-                )
-            else:
-                ax.scatter(xs_f, ys_f, s=16, alpha=0.7, color=colour, **style)
-    for y, label in sorted(spec.get("hlines", set())):
-        ax.axhline(y, color="grey", linestyle="--", linewidth=1, label=label)
-    shaded: set[str] = set()
-    for x0, x1, label in sorted(spec.get("spans", set())):
-        if x1 > x0:  # one legend entry per label, however many runs shade it
-            ax.axvspan(x0, x1, color="grey", alpha=0.12, label=None if label in shaded else label)
-            shaded.add(label)
-    for group in group_names:  # one legend entry per group, in its colour
-        ax.scatter([], [], color=colours[group_names.index(group) % len(colours)], label=group)
+        offset = 0.0 if name in paper else (i - (len(measured) - 1) / 2) * 0.06
+        style = _series_style(name, paper, group, rank)
+        _draw_series(
+            ax, spec["kind"], spec["series"][name], name in paper, categories, offset, colour, style
+        )
+    _draw_guides(ax, spec, group_names, colours)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(spec["xlabel"])
     ax.set_ylabel(spec["ylabel"])
@@ -151,6 +110,76 @@ def figure_png(title: str, spec: dict[str, Any]) -> str:
     fig.savefig(buf, format="png")
     plt.close(fig)
     return base64.b64encode(_small_png(buf.getvalue())).decode("ascii")
+
+
+def _categories(spec: dict[str, Any], names: list[str]) -> list[str]:
+    """A strip figure's x categories, in the order the series first name them."""
+    categories: list[str] = []
+    if spec["kind"] == "strip":
+        for name in names:
+            for x in spec["series"][name][0]:
+                if str(x) not in categories:
+                    categories.append(str(x))
+    return categories
+
+
+def _series_style(name: str, paper: set[str], group: str | None, rank: int) -> dict[str, Any]:
+    """A series' marker and legend label: the paper's values share one entry (told apart by
+    position); grouped series are named by their group (proxy entries, :func:`_draw_guides`)."""
+    reference = name in paper
+    first_reference = reference and name == min(paper)
+    if first_reference:
+        label = "the paper's printed value"
+    elif reference or group:
+        label = None
+    else:
+        label = name
+    return {"marker": "D" if reference else MARKERS[rank % len(MARKERS)], "label": label}
+
+
+def _draw_series(
+    ax: Any,
+    kind: str,
+    series: tuple[list[Any], list[Any]],
+    reference: bool,
+    categories: list[str],
+    offset: float,
+    colour: Any,
+    style: dict[str, Any],
+) -> None:
+    """One series as strip points (at its categories, ``offset`` apart), a line, or scatter
+    points; the paper's values hollow and on top."""
+    xs, ys = series
+    ys_f = [_number(y) for y in ys]
+    if kind == "strip":
+        pos = [categories.index(str(x)) + offset for x in xs]
+        if reference:
+            ax.scatter(pos, ys_f, s=60, facecolors="none", edgecolors=colour, zorder=3, **style)
+        else:
+            ax.scatter(pos, ys_f, s=28, alpha=0.8, color=colour, **style)
+        return
+    xs_f = [_number(x) for x in xs]
+    if kind == "line":
+        line = "--" if reference else "-"
+        ax.plot(xs_f, ys_f, linestyle=line, color=colour, markersize=4, **style)
+    elif reference:
+        ax.scatter(xs_f, ys_f, s=50, facecolors="none", edgecolors=colour, zorder=3, **style)
+    else:
+        ax.scatter(xs_f, ys_f, s=16, alpha=0.7, color=colour, **style)
+
+
+def _draw_guides(ax: Any, spec: dict[str, Any], group_names: list[str], colours: list[Any]) -> None:
+    """Horizontal reference lines, shaded spans (one legend entry per label) and one legend
+    entry per group, in its colour."""
+    for y, label in sorted(spec.get("hlines", set())):
+        ax.axhline(y, color="grey", linestyle="--", linewidth=1, label=label)
+    shaded: set[str] = set()
+    for x0, x1, label in sorted(spec.get("spans", set())):
+        if x1 > x0:  # one legend entry per label, however many runs shade it
+            ax.axvspan(x0, x1, color="grey", alpha=0.12, label=None if label in shaded else label)
+            shaded.add(label)
+    for group in group_names:
+        ax.scatter([], [], color=colours[group_names.index(group) % len(colours)], label=group)
 
 
 #: Colours a figure's PNG keeps: ten series colours, greys, black and their antialiased edges

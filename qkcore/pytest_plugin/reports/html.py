@@ -179,26 +179,36 @@ def render_html(
     toy_regimes: dict[str, str] | None = None,
     columns: list[tuple[str, str]] | None = None,
 ) -> str:
-    esc = html.escape
     columns = columns or builtin_registry().columns()
-    totals = Counter(r.verdict or "error" for r in results if not r.is_detail)
     by_claim: dict[str, list[ClaimResult]] = defaultdict(list)
     for r in results:
         by_claim[r.claim].append(r)
     claims = sorted(by_claim, key=claim_key)
+    parts = _page_head(results, baseline, created, toy_regimes or {}, claims, by_claim)
+    parts += _moved(baseline)
+    parts += _summary_tables(results, columns)
+    parts += _errata_tables(errata)
+    figures = _figures_by_claim(results)
+    parts.append(f"<h2>Claims</h2><div id='filters'>Show: {_filter_boxes(results)}</div>")
+    for claim in claims:
+        parts += _claim_section(claim, by_claim[claim], figures.get(claim, []))
+    parts.append("</main></body></html>")
+    return "\n".join(parts)
+
+
+def _page_head(
+    results: list[ClaimResult],
+    baseline: dict[str, Any],
+    created: str,
+    regimes: dict[str, str],
+    claims: list[str],
+    by_claim: dict[str, list[ClaimResult]],
+) -> list[str]:
+    """The page's head, the index of claims, totals, a partial run's warning, toy regimes."""
+    esc = html.escape
+    totals = Counter(r.verdict or "error" for r in results if not r.is_detail)
     index = "".join(
         f"<a class='{_worst(by_claim[c])}' href='#{esc(c)}'>{esc(c)}</a>" for c in claims
-    )
-    kinds = sorted({r.evidence_kind for r in results})
-    verdicts = [v for v in REPORT_ORDER if any((r.verdict or "error") == v for r in results)]
-    boxes = "".join(
-        f"<label><input type='checkbox' checked value='kind:{esc(k)}' onchange='qkFilter()'>"
-        f"{esc(k)}</label>"
-        for k in kinds
-    ) + "".join(
-        f"<label class='{v}'><input type='checkbox' checked value='verdict:{v}' "
-        f"onchange='qkFilter()'>{v}</label>"
-        for v in verdicts
     )
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>Claims report</title>",
@@ -216,9 +226,15 @@ def render_html(
         )
     parts += [
         f"<p><b>Toy regime</b> {esc(line)}. Toy verdicts are about toys trained so.</p>"
-        for line in (toy_regimes or {}).values()
+        for line in regimes.values()
     ]
-    parts += _changes(
+    return parts
+
+
+def _moved(baseline: dict[str, Any]) -> list[str]:
+    """What moved against the baseline: verdict changes, unstable populations, numbers."""
+    esc = html.escape
+    parts = _changes(
         f"Verdict changes against {baseline.get('baseline', 'the baseline')}",
         "",
         baseline.get("drift") or [],
@@ -243,6 +259,13 @@ def render_html(
             for m in baseline["numbers"]
         ]
         parts.append("</table>")
+    return parts
+
+
+def _summary_tables(results: list[ClaimResult], columns: list[tuple[str, str]]) -> list[str]:
+    """One line per claim, its verdicts by evidence kind: findings, then identities apart."""
+    esc = html.escape
+    parts: list[str] = []
     entries = summary(results)
     for nature, title in (
         ("finding", "Which claims hold"),
@@ -268,6 +291,13 @@ def render_html(
                 f"<td>{esc(entry['statement'])}</td>{cells}</tr>"
             )
         parts.append("</table>")
+    return parts
+
+
+def _errata_tables(errata: list[dict[str, Any]]) -> list[str]:
+    """The paper's slips, reading-dependent mismatches, press numbers, analogue prints."""
+    esc = html.escape
+    parts: list[str] = []
     for source, classes, title in (
         ("paper", ("slip",), "Errata: the paper's own slips (also in errata.md)"),
         ("reading", ("reading",), "Reading-dependent mismatches (not errata; in errata.md)"),
@@ -295,61 +325,77 @@ def render_html(
             for e in listed
         ]
         parts.append("</table>")
+    return parts
 
-    figures = _figures_by_claim(results)
-    parts.append(f"<h2>Claims</h2><div id='filters'>Show: {boxes}</div>")
-    for claim in claims:
-        rows = by_claim[claim]
-        statement = next((r.statement for r in rows if r.statement), "")
-        source = next((r.source for r in rows if r.source), "")
-        sentence = next((r.sentence for r in rows if r.sentence), "")
-        where = f" <small>({esc(source)})</small>" if source else ""
+
+def _filter_boxes(results: list[ClaimResult]) -> str:
+    """The check boxes that filter the rows by evidence kind and by verdict."""
+    esc = html.escape
+    kinds = sorted({r.evidence_kind for r in results})
+    verdicts = [v for v in REPORT_ORDER if any((r.verdict or "error") == v for r in results)]
+    return "".join(
+        f"<label><input type='checkbox' checked value='kind:{esc(k)}' onchange='qkFilter()'>"
+        f"{esc(k)}</label>"
+        for k in kinds
+    ) + "".join(
+        f"<label class='{v}'><input type='checkbox' checked value='verdict:{v}' "
+        f"onchange='qkFilter()'>{v}</label>"
+        for v in verdicts
+    )
+
+
+def _claim_section(claim: str, rows: list[ClaimResult], figures: list[str]) -> list[str]:
+    """One claim: its statement and sentence, its verdict strip, figures, rows and reading."""
+    esc = html.escape
+    statement = next((r.statement for r in rows if r.statement), "")
+    source = next((r.source for r in rows if r.source), "")
+    sentence = next((r.sentence for r in rows if r.sentence), "")
+    where = f" <small>({esc(source)})</small>" if source else ""
+    parts = [
+        f"<section class='claim' id='{esc(claim)}'><h3 class='claimhead'>{esc(claim)} "
+        f"<small>&sect;{esc(rows[0].section)}</small></h3><p>{esc(statement)}</p>"
+    ]
+    if sentence:
+        parts.append(f"<p class='sentence'>{esc(sentence)}{where}</p>")
+    if all(r.nature == "identity" for r in rows):
         parts.append(
-            f"<section class='claim' id='{esc(claim)}'><h3 class='claimhead'>{esc(claim)} "
-            f"<small>&sect;{esc(rows[0].section)}</small></h3><p>{esc(statement)}</p>"
+            "<p><span class='identity'>identity</span> checked on random operators: true by "
+            "construction, not evidence for an empirical finding</p>"
         )
-        if sentence:
-            parts.append(f"<p class='sentence'>{esc(sentence)}{where}</p>")
-        if all(r.nature == "identity" for r in rows):
+    # the verdict per evidence at a glance, each chip a link to its row
+    chips = "".join(
+        f"<a class='{esc(r.verdict or 'error')}' href='#{esc(row_anchor(r))}' "
+        f"title='{esc(r.evidence or r.nodeid)}: {esc(r.verdict or 'error')}'>"
+        f"{esc(r.evidence or r.nodeid.split('::')[-1])}</a>"
+        for r in rows
+        if not r.is_detail
+    )
+    parts.append(f"<div class='strip'>{chips}</div>")
+    parts += figures
+    parts.append(
+        "<table><tr><th>evidence</th><th>verdict</th><th>checks (failing first) and "
+        "measurements</th><th>reason / notes</th><th>s</th></tr>"
+    )
+    seeds: dict[str, list[ClaimResult]] = defaultdict(list)
+    for r in rows:
+        if r.is_detail:
+            seeds[r.population].append(r)
+    for r in rows:
+        if r.is_detail:
+            continue  # shown folded under its population
+        parts.append(row_html(r))
+        if seeds.get(r.nodeid):
+            inner = "".join(row_html(seed) for seed in seeds[r.nodeid])
             parts.append(
-                "<p><span class='identity'>identity</span> checked on random operators: true by "
-                "construction, not evidence for an empirical finding</p>"
+                f"<tr data-kind='{esc(r.evidence_kind)}' data-verdict='{r.verdict}'>"
+                f"<td colspan='5'><details><summary>{len(seeds[r.nodeid])} seed rows of "
+                f"{esc(r.evidence)}</summary><table>{inner}</table></details></td></tr>"
             )
-        # the verdict per evidence at a glance, each chip a link to its row
-        chips = "".join(
-            f"<a class='{esc(r.verdict or 'error')}' href='#{esc(row_anchor(r))}' "
-            f"title='{esc(r.evidence or r.nodeid)}: {esc(r.verdict or 'error')}'>"
-            f"{esc(r.evidence or r.nodeid.split('::')[-1])}</a>"
-            for r in rows
-            if not r.is_detail
-        )
-        parts.append(f"<div class='strip'>{chips}</div>")
-        parts += figures.get(claim, [])
+    parts.append("</table>")
+    doc = next((r.docstring for r in rows if r.docstring), "")
+    if doc:
         parts.append(
-            "<table><tr><th>evidence</th><th>verdict</th><th>checks (failing first) and "
-            "measurements</th><th>reason / notes</th><th>s</th></tr>"
+            f"<details><summary>operationalization</summary><pre>{esc(doc)}</pre></details>"
         )
-        seeds: dict[str, list[ClaimResult]] = defaultdict(list)
-        for r in rows:
-            if r.is_detail:
-                seeds[r.population].append(r)
-        for r in rows:
-            if r.is_detail:
-                continue  # shown folded under its population
-            parts.append(row_html(r))
-            if seeds.get(r.nodeid):
-                inner = "".join(row_html(seed) for seed in seeds[r.nodeid])
-                parts.append(
-                    f"<tr data-kind='{esc(r.evidence_kind)}' data-verdict='{r.verdict}'>"
-                    f"<td colspan='5'><details><summary>{len(seeds[r.nodeid])} seed rows of "
-                    f"{esc(r.evidence)}</summary><table>{inner}</table></details></td></tr>"
-                )
-        parts.append("</table>")
-        doc = next((r.docstring for r in rows if r.docstring), "")
-        if doc:
-            parts.append(
-                f"<details><summary>operationalization</summary><pre>{esc(doc)}</pre></details>"
-            )
-        parts.append("</section>")
-    parts.append("</main></body></html>")
-    return "\n".join(parts)
+    parts.append("</section>")
+    return parts

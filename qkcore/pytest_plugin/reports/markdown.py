@@ -169,6 +169,29 @@ def render_markdown(
     columns: list[tuple[str, str]] | None = None,
 ) -> str:
     columns = columns or builtin_registry().columns()
+    head = _head(results, baseline, created, toy_regimes or {})
+    head += _claims_tables(results, columns)
+    head += _errata_tables(errata(results))
+    detail = _not_supported(results)
+    tail = _skipped(results)
+    text = "\n".join(head + detail + tail)
+    if len(text) > MD_LIMIT:
+        budget = MD_LIMIT - len("\n".join(head + tail)) - 200
+        kept, used = [], 0
+        for line in detail:
+            if used + len(line) + 1 > budget:
+                break
+            kept.append(line)
+            used += len(line) + 1
+        kept += ["", f"... cut at {MD_LIMIT} characters: every row is in claims.html.", ""]
+        text = "\n".join(head + kept + tail)
+    return text + "\n"
+
+
+def _head(
+    results: list[ClaimResult], baseline: dict[str, Any], created: str, regimes: dict[str, str]
+) -> list[str]:
+    """Totals, a partial run's warning, the toy regimes, and what moved against the baseline."""
     totals = Counter(r.verdict or "error" for r in results if not r.is_detail)
     head = [
         "# Claims report",
@@ -184,11 +207,17 @@ def render_markdown(
             "were judged before it ended. Verdicts of the rows not run are not here.",
             "",
         ]
-    for line in (toy_regimes or {}).values():
+    for line in regimes.values():
         head += [f"**Toy regime** {cell(line)}. Toy verdicts are about toys trained so.", ""]
     moved = drift_markdown(baseline, baseline.get("baseline", "the baseline"))
     if moved:
         head += ["## What moved against the baseline", "", *moved]
+    return head
+
+
+def _claims_tables(results: list[ClaimResult], columns: list[tuple[str, str]]) -> list[str]:
+    """One line per claim, its verdicts by evidence kind: findings, then identities apart."""
+    out: list[str] = []
     entries = summary(results)
     for nature, title in (
         ("finding", "## Which claims hold"),
@@ -198,7 +227,7 @@ def render_markdown(
             "library and the paper's algebra, not its empirical findings)",
         ),
     ):
-        head += [
+        out += [
             title,
             "",
             "| claim | statement | " + " | ".join(label for _, label in columns) + " |",
@@ -206,44 +235,53 @@ def render_markdown(
         ]
         for entry in (e for e in entries if e["nature"] == nature):
             cells = [counts_text(entry["verdicts"].get(kind, {})) or "-" for kind, _ in columns]
-            head.append(
+            out.append(
                 f"| {entry['claim']} | {cell(first_sentence(entry['statement']))} | "
                 + " | ".join(cells)
                 + " |"
             )
-        head.append("")
-    found = errata(results)
+        out.append("")
+    return out
+
+
+def _errata_tables(found: list[dict[str, Any]]) -> list[str]:
+    """The paper's slips, the reading-dependent mismatches, press and companion numbers."""
+    out: list[str] = []
     for classes, title in (
         (("slip",), "## Errata: the paper's own slips (detail in errata.md)"),
         (("reading",), "## Reading-dependent mismatches (not errata; detail in errata.md)"),
         (("press", "companion"), "## Press and companion numbers against the data"),
     ):
         listed = [e for e in found if e["class"] in classes]
-        head += [title, ""]
+        out += [title, ""]
         if not listed:
-            head += ["None.", ""]
+            out += ["None.", ""]
             continue
-        head += [
+        out += [
             "| claim | evidence | check | printed | measured | kind |",
             "|---|---|---|---|---|---|",
         ]
-        head += [
+        out += [
             f"| {e['claim']} | {cell(e['evidence'] or '-')} | {cell(e['check'])} | "
             f"{cell(e['comparison'])} {cell(fmt(e['printed']))} | {cell(fmt(e['measured']))} | "
             f"{e['kind']} |"
             for e in listed
         ]
-        head.append("")
+        out.append("")
     analogue = [e for e in found if e["class"] == "analogue"]
     if analogue:
-        head += [
+        out += [
             f"Not errata: {len(analogue)} print(s) of the paper's models that offline analogue "
             "models do not reproduce (listed in errata.md).",
             "",
         ]
     if found:
-        head += [f"Rules: number - {RULES['number']}; consistency - {RULES['consistency']}.", ""]
+        out += [f"Rules: number - {RULES['number']}; consistency - {RULES['consistency']}.", ""]
+    return out
 
+
+def _not_supported(results: list[ClaimResult]) -> list[str]:
+    """Every row that is not supported, worst first, with its failing checks first."""
     detail = ["## Rows that are not supported", ""]
     rank = {v: i for i, v in enumerate(REPORT_ORDER)}
     shown = [r for r in results if r.verdict not in ("supported", "skipped") and not r.is_detail]
@@ -258,7 +296,11 @@ def render_markdown(
         if len(lines) > 6:
             block.append(f"  - ... {len(lines) - 6} more checks in claims.html")
         detail += [*block, ""]
+    return detail
 
+
+def _skipped(results: list[ClaimResult]) -> list[str]:
+    """Skipped evidence, one line per reason."""
     skipped: dict[str, list[str]] = defaultdict(list)
     for r in results:
         if r.verdict == "skipped" and not r.is_detail:
@@ -267,16 +309,4 @@ def render_markdown(
     for reason, ids in sorted(skipped.items(), key=lambda kv: -len(kv[1])):
         tail.append(f"- {len(ids)} row(s): {cell(reason)}")
     tail.append("")
-
-    text = "\n".join(head + detail + tail)
-    if len(text) > MD_LIMIT:
-        budget = MD_LIMIT - len("\n".join(head + tail)) - 200
-        kept, used = [], 0
-        for line in detail:
-            if used + len(line) + 1 > budget:
-                break
-            kept.append(line)
-            used += len(line) + 1
-        kept += ["", f"... cut at {MD_LIMIT} characters: every row is in claims.html.", ""]
-        text = "\n".join(head + kept + tail)
-    return text + "\n"
+    return tail

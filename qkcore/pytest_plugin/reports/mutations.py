@@ -129,23 +129,25 @@ def summarize_mutations(
             mutated[_original_nodeid(row)].append(row)
     for nodeid, variants in mutated.items():
         original = originals.get(nodeid)
-        if original is None:
-            continue
-        summary = claims[original.claim]
-        for variant in variants:
-            name = variant.ref.mutation  # type: ignore[union-attr]
-            summary.moves.setdefault(name, []).append(
-                (nodeid, str(original.verdict), str(variant.verdict))
-            )
-            position: dict[str, int] = defaultdict(int)
-            for check in original.checks:
-                index = position[check.kind]
-                position[check.kind] += 1
-                if check.kind not in _JUDGING:
-                    continue
-                if _reacted(check, _counterpart(check, index, variant.checks)):
-                    summary.reacted[(check.kind, check.name)].add(name)
+        if original is not None:
+            for variant in variants:
+                _set_against(claims[original.claim], original, variant)
     return MutationSummary(claims)
+
+
+def _set_against(summary: ClaimMutations, original: ClaimResult, variant: ClaimResult) -> None:
+    """Record how one mutated row moved: its verdict, and which judging checks reacted (each
+    found in the variant by name, or by its place among the checks of its kind)."""
+    name = variant.ref.mutation  # type: ignore[union-attr]
+    summary.moves.setdefault(name, []).append(
+        (original.nodeid, str(original.verdict), str(variant.verdict))
+    )
+    position: dict[str, int] = defaultdict(int)
+    for check in original.checks:
+        index = position[check.kind]
+        position[check.kind] += 1
+        if check.kind in _JUDGING and _reacted(check, _counterpart(check, index, variant.checks)):
+            summary.reacted[(check.kind, check.name)].add(name)
 
 
 def _order(claim_id: str) -> tuple[str, int, str]:

@@ -84,6 +84,24 @@ def write_summary(
     """The whole claims section (what ``pytest_terminal_summary`` shows)."""
     tr = terminalreporter
     tr.section("claims")
+    _verdicts(tr, state)
+    for line in toy_regimes.values():
+        tr.write_line(f"toy regime {line}")
+    write_drift(tr, drift, state)
+    new = drift.new
+    if new:
+        tr.write_line(f"new claim tests not in {state.baseline_label}: {len(new)}", yellow=True)
+        for nodeid in new[:20]:
+            tr.write_line(f"  {nodeid}: {state.results[nodeid].verdict}")
+        if len(new) > 20:
+            tr.write_line(f"  ... and {len(new) - 20} more (listed in claims.md)")
+    if changes is not None:
+        _baseline_changes(tr, state, changes)
+    _where(tr, paths, latest, stopped)
+
+
+def _verdicts(tr: Any, state: Any) -> None:
+    """Each claim's verdict counts, the totals, and how many supported rows are identities."""
     judged = [r for r in state.results.values() if not r.is_detail]
     per_claim: dict[str, dict[str, int]] = {}
     for result in judged:
@@ -107,36 +125,31 @@ def write_summary(
             f"  of the supported rows, {identities} check identities on random operators (true "
             "by construction), the rest empirical findings"
         )
-    for line in toy_regimes.values():
-        tr.write_line(f"toy regime {line}")
-    write_drift(tr, drift, state)
-    new = drift.new
-    if new:
-        tr.write_line(f"new claim tests not in {state.baseline_label}: {len(new)}", yellow=True)
-        for nodeid in new[:20]:
-            tr.write_line(f"  {nodeid}: {state.results[nodeid].verdict}")
-        if len(new) > 20:
-            tr.write_line(f"  ... and {len(new) - 20} more (listed in claims.md)")
-    if changes is not None:
-        tr.write_line(
-            f"baseline {state.baseline_label}: {len(changes.changed)} changed, "
-            f"{len(changes.added)} added, {len(changes.refused)} refused"
-        )
-        for nodeid, (old, now) in sorted(changes.changed.items()):
-            tr.write_line(f"  changed {nodeid}: {old} -> {now}")
-        for nodeid, now in sorted(changes.added.items()):
-            tr.write_line(f"  added {nodeid}: {now}")
-        quiet = 0
-        for nodeid, (before, after) in sorted(changes.refused.items()):
-            if before is None and after == "skipped":
-                quiet += 1  # evidence absent here and unknown to the baseline: nothing lost
-                continue
-            kept = f"kept {before!r}" if before else "not written"
-            tr.write_line(f"  refused {nodeid}: this run says {after!r} (undecided); {kept}")
-        if quiet:
-            tr.write_line(
-                f"  refused {quiet} skipped rows the baseline does not know (not written)"
-            )
+
+
+def _baseline_changes(tr: Any, state: Any, changes: BaselineChanges) -> None:
+    """What ``--claims-update-baseline`` changed, added and refused."""
+    tr.write_line(
+        f"baseline {state.baseline_label}: {len(changes.changed)} changed, "
+        f"{len(changes.added)} added, {len(changes.refused)} refused"
+    )
+    for nodeid, (old, now) in sorted(changes.changed.items()):
+        tr.write_line(f"  changed {nodeid}: {old} -> {now}")
+    for nodeid, now in sorted(changes.added.items()):
+        tr.write_line(f"  added {nodeid}: {now}")
+    quiet = 0
+    for nodeid, (before, after) in sorted(changes.refused.items()):
+        if before is None and after == "skipped":
+            quiet += 1  # evidence absent here and unknown to the baseline: nothing lost
+            continue
+        kept = f"kept {before!r}" if before else "not written"
+        tr.write_line(f"  refused {nodeid}: this run says {after!r} (undecided); {kept}")
+    if quiet:
+        tr.write_line(f"  refused {quiet} skipped rows the baseline does not know (not written)")
+
+
+def _where(tr: Any, paths: list[Path], latest: Path | None, stopped: str) -> None:
+    """Where the reports went, and whether reports/latest was replaced."""
     where = paths[0].parent if paths else None
     if where is not None:
         tr.write_line(f"report: {where}/claims.md (and claims.html, claims.json, errata.md)")
