@@ -17,6 +17,7 @@ from typing import Any
 from qkcore.pytest_plugin.kinds import builtin_registry
 from qkcore.pytest_plugin.reports.figures import collect_figures, figure_png
 from qkcore.pytest_plugin.reports.findings import (
+    SUMMARY_SECTIONS,
     claim_key,
     counts_text,
     fmt,
@@ -267,14 +268,7 @@ def _summary_tables(results: list[ClaimResult], columns: list[tuple[str, str]]) 
     esc = html.escape
     parts: list[str] = []
     entries = summary(results)
-    for nature, title in (
-        ("finding", "Which claims hold"),
-        (
-            "identity",
-            "Identities verified on random operators (true by construction: they check the "
-            "library and the paper's algebra, not its empirical findings)",
-        ),
-    ):
+    for nature, title in SUMMARY_SECTIONS:
         parts.append(
             f"<h2 id='summary-{nature}'>{esc(title)}</h2><table><tr><th>claim</th>"
             "<th>statement</th>"

@@ -29,6 +29,7 @@ from typing import Any
 from qkcore.pytest_plugin.kinds import builtin_registry
 from qkcore.pytest_plugin.reports.findings import (
     RULES,
+    SUMMARY_SECTIONS,
     claim_key,
     counts_text,
     errata,
@@ -219,16 +220,9 @@ def _claims_tables(results: list[ClaimResult], columns: list[tuple[str, str]]) -
     """One line per claim, its verdicts by evidence kind: findings, then identities apart."""
     out: list[str] = []
     entries = summary(results)
-    for nature, title in (
-        ("finding", "## Which claims hold"),
-        (
-            "identity",
-            "## Identities verified on random operators (true by construction: they check the "
-            "library and the paper's algebra, not its empirical findings)",
-        ),
-    ):
+    for nature, title in SUMMARY_SECTIONS:
         out += [
-            title,
+            f"## {title}",
             "",
             "| claim | statement | " + " | ".join(label for _, label in columns) + " |",
             "|---|---|" + "---|" * len(columns),
