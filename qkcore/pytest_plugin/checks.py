@@ -211,9 +211,8 @@ def judge(
     """
     kind_, comparison_, guards_ = _checked_call(name, kind, comparison, effect, guards)
     passed = _passes(name, value, comparison, threshold, kind)
-    if kind == "number" or (isinstance(threshold, str) and not isinstance(value, str)):
-        if comparison not in ("in", "not in"):
-            paper = threshold if paper is None else paper
+    if _against_a_print(value, comparison, threshold, kind) and paper is None:
+        paper = threshold
     outcome = _with_interval(
         "pass" if passed else "fail", value, comparison, threshold, kind, interval, refute_interval
     )
@@ -267,6 +266,14 @@ def _checked_call(
     return kind, comparison, guards
 
 
+def _against_a_print(value: Any, comparison: str, threshold: Any, kind: str) -> bool:
+    """Whether the threshold is read as the paper's printed text: a ``number`` check, or a
+    text threshold for a measured (non-text) value; never a range (``in``)."""
+    if comparison in ("in", "not in"):
+        return False
+    return kind == "number" or (isinstance(threshold, str) and not isinstance(value, str))
+
+
 def _passes(name: str, value: Any, comparison: str, threshold: Any, kind: str) -> bool:
     """Whether ``value <comparison> threshold`` holds, by the threshold's type: a range for
     ``in``, a printed text (the value rounded to its digits), a flag or a name, a list of
@@ -277,7 +284,7 @@ def _passes(name: str, value: Any, comparison: str, threshold: Any, kind: str) -
         lo, hi = threshold
         inside = bool(value == value and lo <= value <= hi)
         return inside if comparison == "in" else not inside
-    if kind == "number" or (isinstance(threshold, str) and not isinstance(value, str)):
+    if _against_a_print(value, comparison, threshold, kind):
         # a printed number as the threshold: the measurement is rounded to its digits
         if not isinstance(threshold, str):
             raise CheckError(
