@@ -401,7 +401,7 @@ class Claim:
     def printed_table(self, name: str) -> dict[str, str]:
         """Every text of a per-key print, by key (``{"gpt2": "0.21", ...}``): the catalogue's
         (its loader has checked each is the paper's text)."""
-        return dict(self.entry.printed_table(name))
+        return self.entry.printed_table(name)
 
     def measure(self, name: str, value: Any, **kw: Any) -> Any:
         """A number that informs but does not judge (returned unchanged)."""

@@ -176,15 +176,15 @@ class ClaimEntry:
     def printed_value(self, name: str, key: str | None) -> str | None:
         """The paper's printed text for ``name`` (per model, or per ``key``, when the entry is a
         table): the claim's own print, or the shared ``[printed]`` table's."""
-        found = self.printed.get(name, self.shared_printed.get(name))
+        found = self._print(name)
         if isinstance(found, Mapping):
             found = None if key is None else found.get(key)
         return None if found is None else str(found)
 
-    def printed_table(self, name: str) -> Mapping[str, str]:
-        """Every printed text of a per-key print (``{"gpt2": "0.21", ...}``); a name that is not
-        a table of prints is a bug in the claim test."""
-        found = self.printed.get(name, self.shared_printed.get(name))
+    def printed_table(self, name: str) -> dict[str, str]:
+        """Every printed text of a per-key print (``{"gpt2": "0.21", ...}``, a new dict); a name
+        that is not a table of prints is a bug in the claim test."""
+        found = self._print(name)
         if not isinstance(found, Mapping):
             raise CheckError(
                 f"claim {self.id}: printed {name!r} is not a table of prints in the catalogue; "
@@ -192,6 +192,10 @@ class ClaimEntry:
                 f"(declared: {sorted(set(self.printed) | set(self.shared_printed))})"
             )
         return {key: str(text) for key, text in found.items()}
+
+    def _print(self, name: str) -> Any:
+        """The claim's own print of ``name``, else the shared ``[printed]`` table's."""
+        return self.printed.get(name, self.shared_printed.get(name))
 
 
 @dataclass(frozen=True)
@@ -218,11 +222,6 @@ class Catalogue:
             raise CheckError(f"{path}: cannot read the claims catalogue ({exc})") from None
         vocabulary = _vocabulary(path, data.pop(VOCABULARY, {}))
         shared_printed = data.pop(SHARED_PRINTED, {})
-        if not isinstance(shared_printed, Mapping):
-            raise CheckError(
-                f"{path}: [{SHARED_PRINTED}] maps a printed number's name to its text, or to a "
-                'table of texts by model ("name" = { gpt2 = "0.21" })'
-            )
         _check_prints(f"{path}: [{SHARED_PRINTED}]", shared_printed)
         entries = {}
         for claim_id, table in data.items():
@@ -271,7 +270,12 @@ class Catalogue:
 def _check_prints(where: str, prints: Any) -> None:
     """Each print is the paper's text, or a table of texts by key: a dotted bare key
     (``pythia-1.4b = "0.85"`` is ``pythia-1`` -> ``4b``) would nest a table one level deeper."""
-    for name, text in prints.items() if isinstance(prints, Mapping) else ():
+    if not isinstance(prints, Mapping):
+        raise CheckError(
+            f"{where} maps a printed number's name to its text, or to a table of texts by key "
+            '("name" = { gpt2 = "0.21" })'
+        )
+    for name, text in prints.items():
         texts = text.values() if isinstance(text, Mapping) else (text,)
         bad = [t for t in texts if not isinstance(t, str)]
         if bad:
