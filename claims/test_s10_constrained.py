@@ -243,11 +243,11 @@ def test_formation_costs(evidence_set, claim: Claim):
     formation = _formation(cells)
     for arm in ARMS:
         _arm_formation(claim, arm, cells[arm], formation[arm], toy)
+    means = claim.printed_table("mean formation step")
     for printed, (slow, fast) in (
         ("1.4", ("rope-imag", "rope-free")),
         ("1.66", ("rope-sym", "rope-free")),
     ):
-        means = claim.printed_table("mean formation step")
         ratio = int(means[slow]) / int(means[fast])
         name = f"printed {printed}x against printed means {slow} / {fast}"
         _consistency(claim, name, ratio, printed)
