@@ -34,7 +34,7 @@ from qkcore.errors import ForwardUnavailable, QKError
 from qkcore.evidence.refs import EvidenceRef
 from qkcore.pytest_plugin.checks import Check, verdict_of
 from qkcore.pytest_plugin.recorder import ClaimRecorder
-from qkcore.pytest_plugin.verdict import DECIDED, Verdict, worse
+from qkcore.pytest_plugin.verdict import DECIDED, Verdict, at_least_as_bad
 
 __all__ = [
     "CLAIMS_SCHEMA",
@@ -244,5 +244,5 @@ def merge_phase(results: dict[str, ClaimResult], phase: ClaimResult) -> None:
     for name in ("checks", "measurements", "figures", "notes", "docstring"):
         if getattr(phase, name):
             setattr(result, name, getattr(phase, name))
-    if worse(result.verdict, phase.verdict):
+    if at_least_as_bad(phase.verdict, result.verdict):
         result.verdict, result.reason = phase.verdict, phase.reason

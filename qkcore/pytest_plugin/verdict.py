@@ -3,9 +3,9 @@
 Decided verdicts say something about the claim; the other two say the evidence was absent
 (``skipped``) or the test broke (``error``)::
 
-    worse("supported", "refuted")      # 'refuted': a later phase can only make a row worse
-    SHORT["not-applicable"]            # 'n/a', in the findings tables
-    TERMINAL["refuted"]                # ('R', 'REFUTED', {'red': True}) in pytest's progress
+    at_least_as_bad("refuted", "supported")  # True: a later phase can only make a row worse
+    SHORT["not-applicable"]                  # 'n/a', in the findings tables
+    TERMINAL["refuted"]                      # ('R', 'REFUTED', {'red': True}) in pytest's progress
 
 Every module that lists, orders or shows verdicts reads them here.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["DECIDED", "REPORT_ORDER", "SHORT", "TERMINAL", "VERDICTS", "Verdict", "worse"]
+__all__ = ["DECIDED", "REPORT_ORDER", "SHORT", "TERMINAL", "VERDICTS", "Verdict", "at_least_as_bad"]
 
 #: A row's verdict: decided (the first four), or no verdict (skipped, error).
 Verdict = Literal["supported", "refuted", "inconclusive", "not-applicable", "skipped", "error"]
@@ -53,6 +53,6 @@ _RANK: dict[Verdict | None, int] = {
 }
 
 
-def worse(first: Verdict | None, second: Verdict | None) -> bool:
-    """Whether ``second`` is at least as bad as ``first`` (so a later phase's replaces it)."""
-    return _RANK[second] >= _RANK[first]
+def at_least_as_bad(verdict: Verdict | None, than: Verdict | None) -> bool:
+    """Whether ``verdict`` is at least as bad as ``than`` (a later phase's then replaces it)."""
+    return _RANK[verdict] >= _RANK[than]
