@@ -40,29 +40,19 @@ $(VENV)/.installed: pyproject.toml constraints.txt Makefile
 	$(PY) -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	touch $@
 
-# The main job: every claim on the offline default evidence, reports in reports/latest/. The
-# three stages (docs/stages.md): the plan (a collect-only pass), its builds by qk-claims-build
-# beside the judging pytest, which runs each test as its builds land and shows the builder's
-# lines. A selection: pytest claims -k ... (the same stages, builds in pytest's own pool).
-PLAN ?= reports/plan.json
+# The main job: every claim on the offline default evidence, reports in reports/latest/. pytest
+# runs the three stages (docs/stages.md): it plans from its collection, starts qk-claims-build
+# on the plan in a process of its own, and judges each test as its builds land.
 report: install
-	@mkdir -p $(dir $(PLAN)); rm -f $(PLAN) $(PLAN).log; \
-	( $(PY) -m pytest claims -p no:xdist -p no:cacheprovider --collect-only -q \
-		--claims-plan-out $(PLAN) > $(PLAN).collect.log 2>&1 \
-	  && exec $(VENV)/bin/qk-claims-build $(PLAN) --executor=$(EXECUTOR) --workers=$(WORKERS) \
-		> /dev/null ) & stages=$$!; \
-	trap 'kill $$stages 2>/dev/null' INT TERM; \
-	$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider --claims-drift=$(DRIFT) \
-		--claims-built-by $(PLAN); rc=$$?; \
-	if [ $$rc -ge 2 ]; then kill $$stages 2>/dev/null; fi; \
-	wait $$stages; built=$$?; \
+	@$(PY) -m pytest claims -n $(WORKERS) -p no:cacheprovider --claims-drift=$(DRIFT) \
+		--claims-executor=$(EXECUTOR); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make report: pytest collected no claim tests - the suite is broken"; exit 1; fi; \
-	if [ $$built -eq 2 ]; then echo "make report: the plan could not be made or built: $(PLAN).collect.log, $(PLAN).log"; fi; \
 	exit $$rc
 
 # The whole test suite: library properties, plugin tests and every claim.
 test: install
-	@$(PY) -m pytest -n $(WORKERS) -p no:cacheprovider --claims-drift=$(DRIFT); rc=$$?; \
+	@$(PY) -m pytest -n $(WORKERS) -p no:cacheprovider --claims-drift=$(DRIFT) \
+		--claims-executor=$(EXECUTOR); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests - the suite is broken"; exit 1; fi; \
 	exit $$rc
 

@@ -9,7 +9,7 @@ what the build writes, so editing the engine keeps the cache
 - :mod:`~qkcore.engine.stamps`     - a build's name: the stamp that says it is done
 - :mod:`~qkcore.engine.order`      - which build first: the most tests released per second
 - :mod:`~qkcore.engine.prepare`    - the builds on an executor, with progress and stamps
-- :mod:`~qkcore.engine.background` - the same in a thread, so tests run as builds finish
+- :mod:`~qkcore.engine.watch`      - ``qk-claims-build`` beside a run: started, watched, stopped
 - :mod:`~qkcore.engine.executors`  - where builds run: the protocol, and the local process pool
 - :mod:`~qkcore.engine.choose`     - an executor by name (``--claims-executor``)
 - :mod:`~qkcore.engine.planfile`   - a plan on disk: a selection's tests and their builds
@@ -18,7 +18,6 @@ what the build writes, so editing the engine keeps the cache
   its workers run, and :mod:`~qkcore.engine.slurm`, workers as Slurm jobs)
 """
 
-from qkcore.engine.background import BackgroundBuild
 from qkcore.engine.choose import open_executor
 from qkcore.engine.executors import Executor, LocalPool
 from qkcore.engine.order import UnblockingOrder
@@ -26,7 +25,6 @@ from qkcore.engine.prepare import PrepareSummary, prepare, print_line
 from qkcore.engine.stamps import is_built, stamp_key
 
 __all__ = [
-    "BackgroundBuild",
     "Executor",
     "LocalPool",
     "PrepareSummary",

@@ -9,11 +9,11 @@ The three stages (docs/stages.md)::
 Stage two reads the plan (:mod:`qkcore.engine.planfile`), refuses one made by other code,
 and runs every build not yet stamped in ``$QK_CACHE_DIR`` - in the order that releases the
 most tests per second, with a line per finished build - on the executor named as for
-``--claims-executor`` (:mod:`qkcore.engine.choose`). It needs no pytest. Stage three then finds
-every build stamped and runs the tests at once. A build that failed here leaves a marker with
-its reason: a judge beside the builder (``--claims-built-by PLAN``, as ``make report`` runs it)
-errors its tests with that reason; a judge run later without it rebuilds the build in its
-tests, which error with their own reason.
+``--claims-executor`` (:mod:`qkcore.engine.choose`). It needs no pytest; every pytest run of
+the claims starts one on its own plan (:func:`qkcore.engine.watch.spawn_builder`, with
+``--owner-pid``: it stops when that run is gone). A build that failed here leaves a marker with
+its reason, which errors the tests waiting on it; the next builder of a plan naming it clears
+the marker and tries again.
 
 Exit status: 0 when every build is done, 1 when one failed (each named, with why), 2 for bad
 input (a missing, damaged or stale plan; an unknown executor).
@@ -58,6 +58,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="WHERE",
         help="local (default), dask-local[:N], tcp://HOST:PORT or scheduler-file:PATH",
     )
+    parser.add_argument(
+        "--owner-pid",
+        type=int,
+        default=None,
+        metavar="PID",
+        help="stop (as if terminated) when the process PID is gone: a pytest run that "
+        "started this builder and was killed leaves no builder behind",
+    )
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers {args.workers}: at least one build process is needed")
@@ -74,8 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     line = _tee(log)
     status = 2
     try:
-        line(f"{BUILDER_STARTED} pid {os.getpid()} on {socket.gethostname()} ({args.plan})")
-        status = _build(args.plan, args.executor, args.workers, line)
+        status = _build(args.plan, args.executor, args.workers, line, args.owner_pid)
         return status
     except QKError as exc:  # bad input: once on stderr, and in the log a watching judge reads
         print(f"qk-claims-build: {exc}", file=sys.stderr)
@@ -86,12 +93,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.close()
 
 
-def _build(plan_path: str, executor_spec: str, workers: int, line: Callable[[str], None]) -> int:
+def _build(
+    plan_path: str,
+    executor_spec: str,
+    workers: int,
+    line: Callable[[str], None],
+    owner: int | None = None,
+) -> int:
     """Build the plan's builds (QKError for bad input); the exit status."""
     plan = Plan.read(Path(plan_path))
     plan.check_code(plan_path)
     tasks = plan.tasks()
     spec = check_executor_spec(executor_spec)
+    for key in plan.builds:  # an earlier builder's failures: this one tries them again
+        mark_failed(key, None)
+    # the watching judges trust failure markers from this line on (engine.watch)
+    line(f"{BUILDER_STARTED} pid {os.getpid()} on {socket.gethostname()} ({plan_path})")
     line(f"qk-claims-build: {len(plan.tests)} tests wait on {len(tasks)} builds ({plan_path})")
 
     def settled(task: BuildTask, error: str | None) -> None:
@@ -102,6 +119,10 @@ def _build(plan_path: str, executor_spec: str, workers: int, line: Callable[[str
     # end with it and nothing more starts - never orphaned builds writing the cache
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    orphaned = threading.Event()
+    if owner is not None:
+        watch = threading.Thread(target=_stop_without, args=(owner, stop, orphaned), daemon=True)
+        watch.start()
     try:
         with open_executor(spec, workers=workers) as executor:
             summary = prepare(
@@ -123,9 +144,25 @@ def _build(plan_path: str, executor_spec: str, workers: int, line: Callable[[str
     for label, why in summary.failed:
         line(f"  failed: {label}: {why}")
     if stop.is_set():
-        line("qk-claims-build: stopped (terminated) before every build was done")
+        why = f"its owner, pid {owner}, is gone" if orphaned.is_set() else "terminated"
+        line(f"qk-claims-build: stopped ({why}) before every build was done")
         return 1
     return 1 if summary.failed else 0
+
+
+def _stop_without(
+    owner: int, stop: threading.Event, orphaned: threading.Event, poll: float = 1.0
+) -> None:
+    """Set ``orphaned`` and ``stop`` once the process ``owner`` is gone (checked every ``poll``
+    seconds)."""
+    while not stop.wait(poll):
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            orphaned.set()
+            stop.set()
+        except PermissionError:
+            pass  # alive, another user's: not ours to judge
 
 
 def _tee(log: TextIO) -> Callable[[str], None]:

@@ -25,7 +25,13 @@ from qkcore.diskcache import DiskCache
 from qkcore.engine.executors import Executor, LocalPool
 from qkcore.errors import QKError
 
-__all__ = ["EXECUTOR_FORMS", "check_executor_spec", "open_executor"]
+__all__ = [
+    "EXECUTOR_FORMS",
+    "check_executor_spec",
+    "describe_executor",
+    "is_remote",
+    "open_executor",
+]
 
 EXECUTOR_FORMS = "local, dask-local[:N], tcp://HOST:PORT or scheduler-file:PATH"
 _SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://", "scheduler-file:")
@@ -46,6 +52,23 @@ def check_executor_spec(spec: str) -> str:
         if not count or (count.isdigit() and int(count) >= 1):
             return spec
     raise QKError(f"--claims-executor {spec!r} names no executor: use one of {EXECUTOR_FORMS}")
+
+
+def is_remote(spec: str) -> bool:
+    """Whether ``spec`` names a running cluster elsewhere (worth checking before a run)."""
+    return spec.startswith(_SCHEMES)
+
+
+def describe_executor(spec: str, workers: int) -> str:
+    """What :func:`open_executor` would say of itself (its ``description``), without opening
+    it: ``"2 processes"``, ``"a local Dask cluster of 2 worker processes"``, ..."""
+    check_executor_spec(spec)
+    if spec == "local":
+        return f"{workers} process{'es' * (workers > 1)}"
+    if spec.startswith("dask-local"):
+        count = int(spec.partition(":")[2] or workers)
+        return f"a local Dask cluster of {count} worker process{'es' * (count > 1)}"
+    return f"the Dask cluster at {spec.removeprefix('scheduler-file:')}"
 
 
 @contextlib.contextmanager

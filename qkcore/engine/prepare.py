@@ -6,12 +6,12 @@ prepares again), then runs the rest in a process pool, in ``order`` (by default 
 cost first; :class:`~qkcore.engine.order.UnblockingOrder` starts the build that releases the
 most waiting tests per second), never more than ``memory_budget_gb`` of expected peaks at once.
 ``on_settled`` hears of each build as it ends, so tests can run while the others go on
-(:class:`~qkcore.engine.background.BackgroundBuild`). It prints one line per finished build and,
-when nothing finished for ``heartbeat`` seconds, a status naming what is running - so a cold run
-shows progress at least that often (on a terminal, a redrawn progress bar; in logs, a line).
+(``qk-claims-build`` leaves a failure marker there for the tests' watch). It prints one line
+per finished build and, when nothing finished for ``heartbeat`` seconds, a status naming what
+is running - so a cold run shows progress at least that often (on a terminal, a redrawn
+progress bar; in logs, a line).
 
-A build that fails is reported and left to its tests, which rebuild it and error in their own
-rows; the phase itself never fails the run.
+A build that fails is reported, with why, to ``on_settled``; the phase itself never raises.
 
 Example::
 

@@ -1,43 +1,38 @@
-"""What the selected tests wait on: builds named by their stamps, from items or test ids.
+"""What the selected tests wait on: each test's builds, named by their stamps, from its plan.
 
-In one process the items' parameters give the pieces (:func:`pieces_of_item`). Under xdist the
-controller has no items: each worker writes, for every test, the stamps of the builds it waits
-on and each build's label, cost and memory (:func:`write_needs`) to a folder the controller
-names, and the controller reads the first worker's file (:func:`read_needs`) - so it can plan
-and schedule at once without importing what the builds compute. Its build thread later finds
-the builds themselves from the test ids (:func:`pieces_for_ids`).
+A run plans its selection as ``qk-claims-build`` reads it (:func:`plan_of_items`: a
+:class:`~qkcore.engine.planfile.Plan` from the collected items' parameters). :class:`Needs` is
+that plan as the run waits on it: each test's builds not yet done, those builds by stamp (a
+:class:`Planned`: label, cost and memory, without the function, so xdist's controller reads a
+worker's plan without importing what the builds compute), and the stamps already done.
+
+Example::
+
+    needs = Needs.of(plan_of_items(items))
+    needs.tests["claims/test_x.py::test_y[toy-cpu:rope-s0]"]   # frozenset({"prepared-3f1c..."})
+    needs.builds["prepared-3f1c..."].label                     # "toy-cpu:rope-s0 run, table ..."
+    needs.release_rank()                                       # test -> place in the release
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from qkcore.engine import stamp_key
+from qkcore.engine.order import UnblockingOrder
+from qkcore.engine.planfile import Plan
+from qkcore.engine.stamps import stamp_built
+from qkcore.evidence.tasks import BuildTask
 
-__all__ = [
-    "Planned",
-    "build_name",
-    "pieces_for_ids",
-    "pieces_of_id",
-    "pieces_of_item",
-    "read_needs",
-    "write_needs",
-]
-
-_PARAM_ID = re.compile(r"\[(?P<id>.*)\]$")
+__all__ = ["Needs", "Planned", "build_tasks_of", "pieces_of_item", "plan_of_items"]
 
 
 @dataclass(frozen=True)
 class Planned:
-    """A build as the controller plans it: named by its stamp, without its function."""
+    """A build as the run plans it: named by its stamp, without its function."""
 
     key: str
     label: str
@@ -45,61 +40,49 @@ class Planned:
     memory_gb: float
 
 
-def pieces_for_ids(ids: Iterable[str], pieces: dict[str, Any]) -> list[Any]:
-    """The pieces (``pieces``: by evidence id) that collected test ids name.
+@dataclass(frozen=True)
+class Needs:
+    """Each test's builds not yet done (``tests``), those builds (``builds``, by stamp), and
+    the stamps the selection needs that are done (``done``)."""
 
-    A test id's parameter part is looked up whole (``test_x[toy-cpu:rope-s1]``); a test with
-    several parameters joins their ids with "-", so an evidence id is also found as one of its
-    "-"-delimited runs. Evidence ids are only compared, never taken apart.
-    """
-    return [piece for node_id in ids for piece in pieces_of_id(node_id, pieces)]
+    tests: dict[str, frozenset[str]] = field(default_factory=dict)
+    builds: dict[str, Planned] = field(default_factory=dict)
+    done: frozenset[str] = frozenset()
 
+    @classmethod
+    def of(cls, plan: Plan, built: Callable[[str], bool] = stamp_built) -> Needs:
+        """The plan against the cache (``built``: whether a stamp is done)."""
+        done = frozenset(key for key in plan.builds if built(key))
+        return cls(
+            tests={test: frozenset(keys) - done for test, keys in plan.tests.items()},
+            builds={
+                key: Planned(key, str(b["label"]), float(b["cost"]), float(b["memory_gb"]))
+                for key, b in plan.builds.items()
+                if key not in done
+            },
+            done=done,
+        )
 
-def pieces_of_id(node_id: str, pieces: dict[str, Any]) -> list[Any]:
-    match = _PARAM_ID.search(node_id)
-    if match is None:
-        return []
-    found = pieces.get(match["id"])
-    if found is not None:
-        return [found]
-    joined = f"-{match['id']}-"
-    return [piece for eid, piece in pieces.items() if f"-{eid}-" in joined]
+    def release_rank(self) -> dict[str, int]:
+        """Each test's expected place in the order the builds release it (0: waits on none)."""
+        order = UnblockingOrder(self.tests, key=lambda build: build.key)
+        return order.release_order(list(self.builds.values()))
 
 
 def pieces_of_item(item: pytest.Item) -> list[Any]:
+    """The evidence pieces among ``item``'s parameters."""
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return []
     return [v for v in callspec.params.values() if hasattr(v, "build_tasks")]
 
 
-def build_name(task: Any) -> str:
-    """A build's name: a :class:`Planned` build's key, else its stamp."""
-    return task.key if isinstance(task, Planned) else stamp_key(task)
+def build_tasks_of(item: pytest.Item) -> list[BuildTask]:
+    """What the evidence of ``item``'s parameters must build."""
+    return [task for piece in pieces_of_item(item) for task in piece.build_tasks()]
 
 
-def write_needs(
-    folder: Path, worker: str, needs: dict[str, frozenset[str]], todo: dict[str, Any]
-) -> None:
-    """What each test waits on, and each build (``todo``: by stamp) with its label, cost and
-    memory, as JSON (written to a private name, then renamed: the controller never reads half a
-    file)."""
-    builds = {
-        key: {"label": task.label, "cost": task.cost, "mem": task.memory_gb}
-        for key, task in todo.items()
-    }
-    payload = {"needs": {k: sorted(v) for k, v in needs.items()}, "builds": builds}
-    path = folder / f"{worker}.json"
-    private = path.with_suffix(f".{os.getpid()}.tmp")
-    private.write_text(json.dumps(payload))
-    private.replace(path)
-
-
-def read_needs(folder: Path, worker: str, needs: dict[str, frozenset[str]]) -> dict[str, Planned]:
-    """Fill ``needs`` from a worker's file; the builds it names."""
-    payload = json.loads((folder / f"{worker}.json").read_text())
-    needs.update({k: frozenset(v) for k, v in payload["needs"].items()})
-    return {
-        key: Planned(key, info["label"], float(info["cost"]), float(info["mem"]))
-        for key, info in payload["builds"].items()
-    }
+def plan_of_items(items: Iterable[pytest.Item]) -> Plan:
+    """The selection's plan (:class:`~qkcore.errors.QKError` when a build cannot be planned:
+    its function is not importable by name, or an argument has no plan encoding)."""
+    return Plan.from_tasks({item.nodeid: build_tasks_of(item) for item in items})

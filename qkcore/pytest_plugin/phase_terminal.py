@@ -1,8 +1,8 @@
 """The preparation phase's lines on pytest's terminal: lines that stay, and a redrawn status.
 
-Build progress comes from another thread (:class:`~qkcore.engine.background.BackgroundBuild`
-queues it); :meth:`PhaseTerminal.pump` writes it from the thread that owns the terminal, between
-test outcomes, so two writers never garble one line.
+Build progress comes from another thread (:class:`~qkcore.engine.watch.BuilderWatch` queues
+the builder's lines); :meth:`PhaseTerminal.pump` writes it from the thread that owns the
+terminal, between test outcomes, so two writers never garble one line.
 """
 
 from __future__ import annotations

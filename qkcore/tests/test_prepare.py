@@ -89,35 +89,6 @@ def test_large_builds_never_overlap_beyond_the_memory_budget(tmp_path):
     assert e0 <= s1 or e1 <= s0  # the two 5 GB builds ran one after the other
 
 
-def test_collected_ids_name_the_pieces_to_build():
-    from qkcore.evidence.options import EvidenceOptions
-    from qkcore.pytest_plugin.evidence import pieces_by_id
-    from qkcore.pytest_plugin.kinds import builtin_registry
-    from qkcore.pytest_plugin.needs import pieces_for_ids
-
-    offered = pieces_by_id(builtin_registry(), EvidenceOptions(toy_seeds=2))
-    ids = [
-        "claims/test_a.py::test_x[toy-cpu:rope-s1]",
-        "claims/test_a.py::test_y[toy-cpu:rope-s1]",
-        "claims/test_b.py::test_z[toy-cpu:all-models]",
-        "claims/test_b.py::test_w[weights:smollm2-135m]",
-        "claims/test_c.py::test_plain",
-    ]
-    pieces = pieces_for_ids(ids, offered)
-    labels = sorted({task.label for piece in pieces for task in piece.build_tasks()})
-    assert labels == [
-        "toy-cpu:alibi-s0 run, table and history",
-        "toy-cpu:alibi-s1 run, table and history",
-        "toy-cpu:ape-s0 run, table and history",
-        "toy-cpu:ape-s1 run, table and history",
-        "toy-cpu:rope-s0 run, table and history",
-        "toy-cpu:rope-s1 run, table and history",
-        "weights:smollm2-135m table",
-    ]
-    only_rope = pieces_for_ids(ids[:1], offered)
-    assert [p.evidence_id for p in only_rope] == ["toy-cpu:rope-s1"]  # not rope-s10 or others
-
-
 def test_a_grid_arm_left_to_paper_scale_skips_the_grid_and_trains_nothing():
     from qkcore.evidence.options import EvidenceOptions
     from qkcore.evidence.params import toy_grid
@@ -140,26 +111,6 @@ def test_a_grid_arm_left_to_paper_scale_skips_the_grid_and_trains_nothing():
     # not asked for: the opt-in reason, not the regime's
     _, (reason,) = grid_param()
     assert reason.startswith("the toy grid is opt-in")
-
-
-def test_ids_of_skipped_evidence_without_a_piece_name_nothing_to_build(monkeypatch):
-    """Without the paper's tables the paper rows are one skipped ``paper:unavailable`` parameter
-    holding a bare reference; the xdist preparation reads it by id and must pass it over."""
-    # CI exports the tables' folder; this test is about a machine that has none
-    monkeypatch.delenv("QK_PAPER_DATA", raising=False)
-    from qkcore.evidence.options import EvidenceOptions
-    from qkcore.pytest_plugin.evidence import pieces_by_id
-    from qkcore.pytest_plugin.kinds import builtin_registry
-    from qkcore.pytest_plugin.needs import pieces_for_ids
-
-    ids = [
-        "claims/test_a.py::test_x[paper:unavailable]",
-        "claims/test_a.py::test_x[paper:all-models]",
-        "claims/test_a.py::test_x[toy-cpu:ape-s0]",
-    ]
-    offered = pieces_by_id(builtin_registry(), EvidenceOptions(paper_data=None, toy_seeds=1))
-    pieces = pieces_for_ids(ids, offered)
-    assert [p.evidence_id for p in pieces] == ["toy-cpu:ape-s0"]
 
 
 @pytest.mark.adversarial

@@ -10,6 +10,8 @@ runs before its build ends, and the verdicts are those of a run that prepares ev
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,22 @@ def test_paper(evidence, claim):
 """
 
 
+def ancestry(folder: str, name: str) -> None:
+    """A build: leaves ``<name>.ancestry`` in ``folder``, the command line of its process and
+    of each parent, one ``pid: cmdline`` per line (Linux ``/proc``)."""
+    lines, pid = [], os.getpid()
+    while pid > 1:
+        proc = Path("/proc", str(pid))
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+            status = (proc / "status").read_text()
+        except OSError:
+            break
+        lines.append(f"{pid}: {cmdline}")
+        pid = int(next(row.split()[1] for row in status.splitlines() if row.startswith("PPid:")))
+    Path(folder, f"{name}.ancestry").write_text("\n".join(lines) + "\n")
+
+
 def _times(folder: Path) -> dict[str, tuple[float, float]]:
     """name -> (start, end) of each build ('built-*') and test ('ran-*': start = end)."""
     out = {}
@@ -111,16 +129,16 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 @pytest.mark.parametrize(
     ("workers", "where"),
     [
-        (["-n", "2"], "2 processes"),
-        (["-p", "no:xdist"], "2 processes"),
+        (["-n", "2"], "2 processes, by qk-claims-build (pid *"),
+        (["-p", "no:xdist"], "2 processes, by qk-claims-build (pid *"),
         pytest.param(
             ["-n", "2", "--claims-executor", "dask-local:2"],
-            "a local Dask cluster of 2 worker processes, 2 at a time",
+            "a local Dask cluster of 2 worker processes, by qk-claims-build (pid *",
             marks=needs_cluster_extra,
         ),
         pytest.param(
             ["-p", "no:xdist", "--claims-executor", "dask-local:2"],
-            "a local Dask cluster of 2 worker processes, 2 at a time",
+            "a local Dask cluster of 2 worker processes, by qk-claims-build (pid *",
             marks=needs_cluster_extra,
         ),
     ],
@@ -201,3 +219,76 @@ def test_a_run_stopped_by_maxfail_does_not_wait_for_builds(suite, tables):  # no
     assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()  # xdist's maxfail
     assert "ran-slow_late" not in times, times
     result.stdout.fnmatch_lines(["*1 failed, 1 passed, 2 skipped*"])
+
+
+@pytest.mark.adversarial
+@pytest.mark.parametrize("workers", [["-n", "2"], ["-p", "no:xdist"]], ids=["xdist", "one"])
+def test_builds_run_in_qk_claims_build_never_in_pytest(suite, tables, workers):  # noqa: F811
+    """#42: a run's builds leave pytest's processes - its own ``qk-claims-build``, started on
+    the run's plan, runs them in its pool - and the builder is gone when the run ends."""
+    suite.makeconftest(
+        SLOW_KIND.replace(
+            'return [BuildTask(("slow", name), f"slow:{name} build", record,\n'
+            '                          (FOLDER, "built-" + name, SECONDS[name]), '
+            "cost=SECONDS[name])]",
+            "from qkcore.tests.test_streaming import ancestry\n"
+            '        return [BuildTask(("slow", name), f"slow:{name} build", ancestry,\n'
+            '                          (FOLDER, "built-" + name), cost=SECONDS[name])]',
+        )
+    )
+    folder = suite.path / "ancestry"
+    folder.mkdir()
+    suite._monkeypatch.setenv("SLOW_FOLDER", str(folder))
+    suite._monkeypatch.setenv("QK_CACHE_DIR", str(suite.path / "cache"))
+    result, _ = run_suite(suite, tables, *workers)
+    assert result.ret == 0, result.stdout.str()
+    for name in ("quick", "late"):
+        chain = (folder / f"built-{name}.ancestry").read_text().splitlines()
+        builder = [n for n, line in enumerate(chain) if "qkcore.engine.build_cli" in line]
+        assert builder, chain  # an ancestor of the build is the builder...
+        above = chain[builder[0] + 1 :]
+        below = chain[: builder[0]]
+        assert not any("pytest" in line for line in below), chain  # ...not pytest or a worker
+        assert any("pytest" in line for line in above), chain  # ...and pytest started it
+        pid = int(chain[builder[0]].split(":")[0])
+        assert not Path("/proc", str(pid)).exists() or _zombie(pid), "the builder outlived its run"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return "State:\tZ" in Path("/proc", str(pid), "status").read_text()
+    except OSError:
+        return True
+
+
+def test_a_builder_stops_when_the_run_that_started_it_is_gone(tmp_path, monkeypatch):
+    """A pytest run killed outright (SIGKILL: no session finish) leaves no builder behind: one
+    started with ``--owner-pid`` stops its builds within a second or two of its owner."""
+    import subprocess
+    import time
+
+    from qkcore.engine.planfile import Plan
+    from qkcore.evidence.tasks import BuildTask
+    from qkcore.testing.builds import slow_entry
+
+    monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path / "cache"))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    task = BuildTask(("slow",), "slow entry", slow_entry, ("slow-entry", 120.0, str(logs)))
+    Plan.from_tasks({"t": [task]}).write(tmp_path / "plan.json")
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    plan = str(tmp_path / "plan.json")
+    builder = subprocess.Popen(
+        [sys.executable, "-m", "qkcore.engine.build_cli", plan, "--owner-pid", str(owner.pid)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(600):  # the build has started in a pool process
+        if list(logs.glob("try-*")):
+            break
+        time.sleep(0.1)
+    owner.kill()
+    owner.wait()
+    assert builder.wait(timeout=30) == 1
+    log = (tmp_path / "plan.json.log").read_text()
+    assert f"stopped (its owner, pid {owner.pid}, is gone)" in log, log
