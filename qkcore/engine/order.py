@@ -22,25 +22,35 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from typing import Generic, Protocol, TypeVar
 
 from qkcore.engine.stamps import stamp_key
-from qkcore.evidence.tasks import BuildTask
 
-__all__ = ["UnblockingOrder"]
+__all__ = ["Costed", "UnblockingOrder"]
 
 
-class UnblockingOrder:
+class Costed(Protocol):
+    """A build as the order sees it: its expected seconds (a task, or a planned build)."""
+
+    @property
+    def cost(self) -> float: ...
+
+
+Build = TypeVar("Build", bound=Costed)
+
+
+class UnblockingOrder(Generic[Build]):
     """Ranks builds by the tests they release per second (module docstring)."""
 
     def __init__(
         self,
         needs: Mapping[str, Iterable[Hashable]],
-        key: Callable[[BuildTask], Hashable] = stamp_key,
+        key: Callable[[Build], Hashable] = stamp_key,  # type: ignore[assignment]
     ) -> None:
         self.needs = {test: frozenset(keys) for test, keys in needs.items()}
         self.key = key
 
-    def rank(self, pending: Sequence[BuildTask], settled: Collection[Hashable]) -> list[BuildTask]:
+    def rank(self, pending: Sequence[Build], settled: Collection[Hashable]) -> list[Build]:
         """``pending`` best first; ``settled`` holds the keys built, failed or running."""
         releases: Counter[Hashable] = Counter()
         share: defaultdict[Hashable, float] = defaultdict(float)
@@ -51,13 +61,13 @@ class UnblockingOrder:
             for key in left:
                 share[key] += 1.0 / len(left)
 
-        def score(task: BuildTask) -> tuple[float, float, float]:
+        def score(task: Build) -> tuple[float, float, float]:
             cost, key = max(task.cost, 1.0), self.key(task)
             return (-releases[key] / cost, -share[key] / cost, -task.cost)
 
         return sorted(pending, key=score)
 
-    def release_order(self, tasks: Sequence[BuildTask]) -> dict[str, int]:
+    def release_order(self, tasks: Sequence[Build]) -> dict[str, int]:
         """Each test's expected place in the order of release if the builds ran one at a
         time in :meth:`rank` order (0: waits on nothing); a test waiting on an unknown key
         comes last."""

@@ -65,7 +65,7 @@ class Needs:
 
     def release_rank(self) -> dict[str, int]:
         """Each test's expected place in the order the builds release it (0: waits on none)."""
-        order = UnblockingOrder(self.tests, key=lambda build: build.key)
+        order: UnblockingOrder[Planned] = UnblockingOrder(self.tests, key=lambda b: b.key)
         return order.release_order(list(self.builds.values()))
 
 
