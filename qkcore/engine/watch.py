@@ -62,9 +62,11 @@ def spawn_builder(plan: Path, *, executor: str, workers: int, cwd: Path) -> subp
     """Start ``qk-claims-build plan`` as a child of this process, which it outlives by at most
     a second (``--owner-pid``).
 
-    It runs in a session of its own, so a Ctrl-C at the terminal reaches only its owner, which
-    then ends it (:func:`stop_builder`) - the builds stop with their processes, never half-way
-    through a cache entry. ``cwd`` is where a plan's functions are imported from (a suite's
+    It runs in a process group of its own, so a Ctrl-C at the terminal reaches only its owner,
+    which then ends it (:func:`stop_builder`) - the builds stop with their processes, never
+    half-way through a cache entry. Not in a session of its own: Linux schedules each session
+    as one group (autogroup), and builds in another group took the CPU from the tests' BLAS
+    threads at every wake-up (a cold ``-k rope``'s S6i rows ran 10x slower). ``cwd`` is where a plan's functions are imported from (a suite's
     conftest, as pytest's rootdir holds it). What it prints goes to its log; a crash's
     traceback to ``PLAN.log.stderr``.
     """
@@ -87,7 +89,7 @@ def spawn_builder(plan: Path, *, executor: str, workers: int, cwd: Path) -> subp
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
-            start_new_session=True,
+            process_group=0,
         )
 
 
