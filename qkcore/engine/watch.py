@@ -66,9 +66,9 @@ def spawn_builder(plan: Path, *, executor: str, workers: int, cwd: Path) -> subp
     which then ends it (:func:`stop_builder`) - the builds stop with their processes, never
     half-way through a cache entry. Not in a session of its own: Linux schedules each session
     as one group (autogroup), and builds in another group took the CPU from the tests' BLAS
-    threads at every wake-up (a cold ``-k rope``'s S6i rows ran 10x slower). ``cwd`` is where a plan's functions are imported from (a suite's
-    conftest, as pytest's rootdir holds it). What it prints goes to its log; a crash's
-    traceback to ``PLAN.log.stderr``.
+    threads at every wake-up (a cold ``-k rope``'s S6i rows ran 10x slower). ``cwd`` is where
+    a plan's functions are imported from (a suite's conftest, as pytest's rootdir holds it).
+    What it prints goes to its log; a crash's traceback to ``PLAN.log.stderr``.
     """
     log = builder_log(plan)
     with open(log.with_name(log.name + ".stderr"), "wb") as stderr:
