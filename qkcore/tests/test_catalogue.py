@@ -232,6 +232,25 @@ def test_a_dotted_bare_key_in_a_print_is_refused_with_the_fix(tmp_path: Path):
         )
 
 
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('printed = "0.21"\n[S1]\nsection = "6"\nstatement = "s"\n', r"\[printed\]"),
+        ('[S1]\nsection = "6"\nstatement = "s"\nprinted = "0.21"\n', r"\[S1\.printed\]"),
+    ],
+    ids=["shared", "own"],
+)
+def test_prints_that_are_not_a_table_are_refused_where_they_are(
+    tmp_path: Path, text: str, where: str
+):
+    """``printed = "0.21"`` names no number: the loader says which table is wrong and shows
+    the form, where it once skipped it and every lookup found nothing."""
+    from qkcore.pytest_plugin.checks import CheckError
+
+    with pytest.raises(CheckError, match=where + r" maps a printed number's name to its text"):
+        _catalogue(tmp_path, text)
+
+
 FINDINGS = REPO / "claims" / "findings.toml"
 
 
