@@ -11,6 +11,11 @@ backward, AdamW. Candidates (issue #43; each changes only how the step is comput
   stacking a scheme's seeds into one model (same FLOPs, larger kernels);
 - ``sdpa-math``    - PyTorch's reference attention kernel instead of the fused one;
 - ``explicit``     - scores, mask and softmax written out (the analysis path's arithmetic);
+- ``alibi-folded`` - ALiBi without a float mask (ALiBi only): the bias ``-m (i - j)`` is
+  ``m j`` up to a per-row constant, which softmax ignores, so it is one more query/key
+  dimension (``q_h -> [q_h, m_h sqrt(k)]``, ``k_j -> [k_j, j]``, the scale kept at
+  ``1/sqrt(k)``) and the causal kernel runs instead of the masked one. Equal in exact
+  arithmetic, not in rounding: kept, it would retrain every ALiBi toy;
 - ``bf16``         - autocast to bfloat16 (this CPU has AMX/AVX-512 BF16);
 - ``threads-2``    - two intra-op threads for one build (ratio in wall time; it takes both cores);
 - ``compile``      - ``torch.compile`` (inductor, C++ on this CPU), after its warm-up.
@@ -45,6 +50,7 @@ CANDIDATES = (
     "seeds-batched",
     "sdpa-math",
     "explicit",
+    "alibi-folded",
     "bf16",
     "threads-2",
     "compile",
@@ -78,6 +84,32 @@ def _explicit_attention(
     return scores.softmax(dim=-1) @ v
 
 
+_fused_attention = F.scaled_dot_product_attention
+
+
+def _folded_alibi_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+) -> torch.Tensor:
+    if attn_mask is None:
+        return _fused_attention(q, k, v, is_causal=is_causal)
+    # the trainer's mask is -m_h (i - j) below the diagonal: m_h is minus its (1, 0) entry
+    slopes = -attn_mask[:, 1, 0]
+    n, width = q.shape[-2], q.shape[-1]
+    column = (slopes * math.sqrt(width))[:, None, None].expand(*q.shape[:-1], 1)
+    positions = torch.arange(n, dtype=k.dtype)[:, None].expand(*k.shape[:-1], 1)
+    return _fused_attention(
+        torch.cat([q, column], dim=-1),
+        torch.cat([k, positions], dim=-1),
+        v,
+        is_causal=True,
+        scale=1.0 / math.sqrt(width),
+    )
+
+
 @contextlib.contextmanager
 def _candidate(name: str) -> Iterator[None]:
     """Patch the model for one candidate; restore it on exit."""
@@ -89,6 +121,8 @@ def _candidate(name: str) -> Iterator[None]:
             toy_model.rotate_queries_keys = _strided_rotate
         elif name == "explicit":
             toy_model.F.scaled_dot_product_attention = _explicit_attention  # type: ignore[assignment]
+        elif name == "alibi-folded":
+            toy_model.F.scaled_dot_product_attention = _folded_alibi_attention  # type: ignore[assignment]
         torch.set_num_threads(2 if name == "threads-2" else 1)
         if name == "sdpa-math":
             from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -138,7 +172,8 @@ def main() -> None:
     print("| scheme | candidate | ms per seed-step (median) | speed-up | warm-up s |")
     print("|---|---|---:|---:|---:|")
     for scheme in args.scheme:
-        names = [c for c in args.candidate if c != "strided-rope" or scheme == "rope"]
+        only = {"strided-rope": "rope", "alibi-folded": "alibi"}
+        names = [c for c in args.candidate if only.get(c, scheme) == scheme]
         steppers, warmup = {}, {}
         for name in names:
             with _candidate(name):
