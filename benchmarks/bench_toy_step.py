@@ -5,6 +5,8 @@ A step is what ``qkcore.models.toy.train.train`` repeats: sample a batch, forwar
 backward, AdamW. Candidates (issue #43; each changes only how the step is computed):
 
 - ``trainer``      - the model as it is (the reference, ratio 1);
+- ``chain-loop``   - the task's chain sampled one position at a time (the sampler before the
+  lifted one; every scheme): the same tokens, 127 sequential gathers per batch;
 - ``strided-rope`` - RoPE turned on the fused projection's half-width strided views (the form
   before the contiguous one; RoPE only);
 - ``seeds-batched``- 8 seeds as one model step at 8x the batch, per seed: the best case for
@@ -43,9 +45,11 @@ import torch.nn.functional as F
 from qkcore.models.toy import model as toy_model
 from qkcore.models.toy.regimes import toy_regime
 from qkcore.models.toy.train import sample_batch
+from qkcore.testing.reference import chain_step_by_step
 
 CANDIDATES = (
     "trainer",
+    "chain-loop",
     "strided-rope",
     "seeds-batched",
     "sdpa-math",
@@ -150,8 +154,10 @@ def _stepper(scheme: str, name: str) -> tuple[Callable[[], None], int]:
     if name == "compile":
         forward = torch.compile(model)
 
+    sampler = chain_step_by_step if name == "chain-loop" else sample_batch
+
     def step() -> None:
-        tokens, _ = sample_batch(config, config.batch, generator)
+        tokens, _ = sampler(config, config.batch, generator)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "bf16"):
             logits = forward(tokens)[:, :-1].float()
         loss = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:])
