@@ -18,6 +18,9 @@ backward, AdamW. Candidates (issue #43; each changes only how the step is comput
   dimension (``q_h -> [q_h, m_h sqrt(k)]``, ``k_j -> [k_j, j]``, the scale kept at
   ``1/sqrt(k)``) and the causal kernel runs instead of the masked one. Equal in exact
   arithmetic, not in rounding: kept, it would retrain every ALiBi toy;
+- ``alibi-3d-mask``- ALiBi's bias handed to the kernel as ``[H, n, n]`` (the trainer's form
+  before it passed ``[1, H, n, n]``; ALiBi only): SDPA takes the reference path for a 3-d
+  float mask, the fused kernel for a 4-d one;
 - ``bf16``         - autocast to bfloat16 (this CPU has AMX/AVX-512 BF16);
 - ``threads-2``    - two intra-op threads for one build (ratio in wall time; it takes both cores);
 - ``compile``      - ``torch.compile`` (inductor, C++ on this CPU), after its warm-up.
@@ -55,6 +58,7 @@ CANDIDATES = (
     "sdpa-math",
     "explicit",
     "alibi-folded",
+    "alibi-3d-mask",
     "bf16",
     "threads-2",
     "compile",
@@ -100,8 +104,9 @@ def _folded_alibi_attention(
 ) -> torch.Tensor:
     if attn_mask is None:
         return _fused_attention(q, k, v, is_causal=is_causal)
-    # the trainer's mask is -m_h (i - j) below the diagonal: m_h is minus its (1, 0) entry
-    slopes = -attn_mask[:, 1, 0]
+    # the trainer's mask [1, H, n, n] is -m_h (i - j) below the diagonal: m_h is minus its
+    # (1, 0) entry
+    slopes = -attn_mask[0, :, 1, 0]
     n, width = q.shape[-2], q.shape[-1]
     column = (slopes * math.sqrt(width))[:, None, None].expand(*q.shape[:-1], 1)
     positions = torch.arange(n, dtype=k.dtype)[:, None].expand(*k.shape[:-1], 1)
@@ -112,6 +117,18 @@ def _folded_alibi_attention(
         is_causal=True,
         scale=1.0 / math.sqrt(width),
     )
+
+
+def _three_d_mask_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+) -> torch.Tensor:
+    if attn_mask is not None:
+        attn_mask = attn_mask[0]
+    return _fused_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
 
 
 @contextlib.contextmanager
@@ -127,6 +144,8 @@ def _candidate(name: str) -> Iterator[None]:
             toy_model.F.scaled_dot_product_attention = _explicit_attention  # type: ignore[assignment]
         elif name == "alibi-folded":
             toy_model.F.scaled_dot_product_attention = _folded_alibi_attention  # type: ignore[assignment]
+        elif name == "alibi-3d-mask":
+            toy_model.F.scaled_dot_product_attention = _three_d_mask_attention  # type: ignore[assignment]
         torch.set_num_threads(2 if name == "threads-2" else 1)
         if name == "sdpa-math":
             from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -178,7 +197,7 @@ def main() -> None:
     print("| scheme | candidate | ms per seed-step (median) | speed-up | warm-up s |")
     print("|---|---|---:|---:|---:|")
     for scheme in args.scheme:
-        only = {"strided-rope": "rope", "alibi-folded": "alibi"}
+        only = {"strided-rope": "rope", "alibi-folded": "alibi", "alibi-3d-mask": "alibi"}
         names = [c for c in args.candidate if only.get(c, scheme) == scheme]
         steppers, warmup = {}, {}
         for name in names:

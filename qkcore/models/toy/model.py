@@ -165,7 +165,12 @@ class Attention(nn.Module):
         distance = (pos[:, None] - pos[None, :]).to(x.dtype)  # i - j
         bias = None
         if self.config.scheme == "alibi":
-            bias = (-self.slopes[:, None, None] * distance).masked_fill(distance < 0, float("-inf"))
+            # [1, H, n, n], not [H, n, n]: the fused kernel takes a 4-d mask only; a 3-d one
+            # sends SDPA to its reference path at about twice the cost of an ALiBi step's
+            # attention (benchmarks/bench_toy_step.py, candidate alibi-3d-mask)
+            bias = (-self.slopes[None, :, None, None] * distance).masked_fill(
+                distance < 0, float("-inf")
+            )
         if hooks is None:
             # Training path: the fused kernel, about half the time of the explicit one.
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=bias is None)
