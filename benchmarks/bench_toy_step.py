@@ -4,7 +4,11 @@ measured side by side in one process, as a ratio to the trainer's own step.
 A step is what ``qkcore.models.toy.train.train`` repeats: sample a batch, forward, loss,
 backward, AdamW. Candidates (issue #43; each changes only how the step is computed):
 
-- ``trainer``      - the model as it is (the reference, ratio 1);
+- ``trainer``      - the model as it is (the reference, ratio 1): on the CPU the causal kernel
+  of :mod:`qkcore.models.toy.causal_attention` between two plain matrix products;
+- ``sdpa``         - PyTorch's fused attention (``scaled_dot_product_attention``) on einsum
+  projections: the trainer before the kernel, and the base of the candidates below that
+  change how SDPA is called (they run on this path);
 - ``chain-loop``   - the task's chain sampled one position at a time (the sampler before the
   lifted one; every scheme): the same tokens, 127 sequential gathers per batch;
 - ``strided-rope`` - RoPE turned on the fused projection's half-width strided views (the form
@@ -52,6 +56,7 @@ from qkcore.testing.reference import chain_step_by_step
 
 CANDIDATES = (
     "trainer",
+    "sdpa",
     "chain-loop",
     "strided-rope",
     "seeds-batched",
@@ -64,6 +69,16 @@ CANDIDATES = (
     "compile",
 )
 SEEDS_PER_SCHEME = 8
+#: candidates that change how PyTorch's attention is called: they run on the SDPA path
+ON_SDPA = (
+    "sdpa",
+    "strided-rope",
+    "sdpa-math",
+    "explicit",
+    "alibi-folded",
+    "alibi-3d-mask",
+    "bf16",
+)
 
 
 def _strided_rotate(x: torch.Tensor, base: float) -> torch.Tensor:
@@ -136,8 +151,11 @@ def _candidate(name: str) -> Iterator[None]:
     """Patch the model for one candidate; restore it on exit."""
     saved_rotate = toy_model.rotate_queries_keys
     saved_sdpa = toy_model.F.scaled_dot_product_attention
+    saved_path = toy_model.Attention.kernel_path
     threads = torch.get_num_threads()
     try:
+        if name in ON_SDPA:
+            toy_model.Attention.kernel_path = toy_model.Attention.fused_path  # type: ignore[method-assign]
         if name == "strided-rope":
             toy_model.rotate_queries_keys = _strided_rotate
         elif name == "explicit":
@@ -155,6 +173,7 @@ def _candidate(name: str) -> Iterator[None]:
         else:
             yield
     finally:
+        toy_model.Attention.kernel_path = saved_path  # type: ignore[method-assign]
         toy_model.rotate_queries_keys = saved_rotate
         toy_model.F.scaled_dot_product_attention = saved_sdpa
         torch.set_num_threads(threads)

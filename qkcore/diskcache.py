@@ -216,11 +216,16 @@ NUMERIC_PACKAGES = (
 NOT_COMPUTING = ("tests", "pytest_plugin", "engine")
 
 
+#: Source that computes: Python, and the C of the toys' attention kernel
+SOURCE_SUFFIXES = (".py", ".c")
+
+
 def package_digest(root: Path) -> str:
-    """sha256 of every ``.py`` file under a package folder (path and bytes, in sorted order),
-    the folders of :data:`NOT_COMPUTING` left out."""
+    """sha256 of every source file (:data:`SOURCE_SUFFIXES`) under a package folder (path and
+    bytes, in sorted order), the folders of :data:`NOT_COMPUTING` left out."""
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    sources = (p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
+    for path in sorted(sources):
         relative = path.relative_to(root)
         if any(part in NOT_COMPUTING for part in relative.parts[:-1]):
             continue

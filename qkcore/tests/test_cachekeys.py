@@ -22,19 +22,22 @@ def package_copy(tmp_path_factory) -> Path:
     return copy
 
 
-def _library_modules(root: Path) -> list[Path]:
+def _library_modules(root: Path, suffixes: tuple[str, ...] = (".py",)) -> list[Path]:
     return [
         p
-        for p in sorted(root.rglob("*.py"))
-        if not set(p.relative_to(root).parts) & set(diskcache.NOT_COMPUTING)
+        for p in sorted(root.rglob("*"))
+        if p.suffix in suffixes
+        and not set(p.relative_to(root).parts) & set(diskcache.NOT_COMPUTING)
     ]
 
 
 def test_editing_any_library_module_changes_the_digest(package_copy):
+    """Every source file counts, the C of the toys' attention kernel included."""
     base = package_digest(package_copy)
     assert base == package_digest(PACKAGE)  # the copy is the package
-    modules = _library_modules(package_copy)
+    modules = _library_modules(package_copy, (".py", ".c"))
     assert len(modules) > 40  # every module, not a hand-kept list
+    assert any(m.suffix == ".c" for m in modules)
     for module in modules:
         original = module.read_bytes()
         module.write_bytes(original + b"\n# an edit\n")

@@ -32,6 +32,7 @@ from torch import nn
 
 from qkcore.errors import QKError
 from qkcore.models.hooks import HookPoints
+from qkcore.models.toy.causal_attention import causal_attention, rope_tables
 
 __all__ = [
     "CONSTRAINTS",
@@ -149,9 +150,59 @@ class Attention(nn.Module):
             self.register_buffer("slopes", alibi_slopes(H), persistent=False)
 
     def forward(self, x: torch.Tensor, hooks: HookPoints | None, prefix: str):
-        n, H = x.shape[1], self.config.n_heads
+        """``[B, n, d] -> [B, n, d]``: the analysis path when ``hooks`` are given, else the
+        training path - the causal kernel on the CPU in float32, PyTorch's fused attention
+        elsewhere (another device, or a float64 model)."""
         if hooks is not None:
-            x = hooks(f"{prefix}.attn.q.hook_in", x)
+            return self.analysis_path(x, hooks, prefix)
+        if x.device.type == "cpu" and x.dtype == torch.float32:
+            return self.kernel_path(x)
+        return self.fused_path(x)
+
+    def kernel_path(self, x: torch.Tensor) -> torch.Tensor:
+        """Training on the CPU: two plain matrix products around the causal kernel
+        (:mod:`~qkcore.models.toy.causal_attention`), which reads queries, keys and values
+        where the projection wrote them (``[B, n, 3, H, k]``) and hands back their gradients
+        in the same layout: no copy, concatenation or permutation around it."""
+        B, n, d = x.shape
+        H, k = self.config.n_heads, self.config.d_head
+        W = torch.stack([self.W_Q, self.W_K, self.W_V]).permute(2, 0, 1, 3).reshape(d, 3 * H * k)
+        qkv = (x.reshape(B * n, d) @ W).view(B, n, 3, H, k)
+        scheme = self.config.scheme
+        z = causal_attention(
+            qkv,
+            slopes=self.slopes if scheme == "alibi" else None,
+            cos_sin=rope_tables(n, k, self.config.rope_base) if scheme == "rope" else None,
+        )
+        return (z.view(B * n, H * k) @ self.W_O.reshape(H * k, d)).view(B, n, d)
+
+    def fused_path(self, x: torch.Tensor) -> torch.Tensor:
+        """Training off the CPU: PyTorch's fused attention on the projected heads."""
+        q, k, v, bias = self._heads(x)
+        z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=bias is None)
+        return torch.einsum("bhnk,hkd->bnd", z, self.W_O)
+
+    def analysis_path(self, x: torch.Tensor, hooks: HookPoints, prefix: str) -> torch.Tensor:
+        """Explicit scores and pattern, exposed under TransformerLens's hook names."""
+        x = hooks(f"{prefix}.attn.q.hook_in", x)
+        q, k, v, bias = self._heads(x)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.config.d_head)
+        if bias is None:
+            n = x.shape[1]
+            future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)
+            scores = scores.masked_fill(future, float("-inf"))
+        else:
+            scores = scores + bias
+        scores = hooks(f"{prefix}.attn.hook_attn_scores", scores)
+        pattern = hooks(f"{prefix}.attn.hook_pattern", scores.softmax(dim=-1))
+        return torch.einsum("bhnk,hkd->bnd", pattern @ v, self.W_O)
+
+    def _heads(
+        self, x: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``q, k, v [B, H, n, k]`` (RoPE turned) and ALiBi's causal bias ``[1, H, n, n]``
+        (``-m_h (i - j)``, ``-inf`` above the diagonal; None for the other schemes)."""
+        n, H = x.shape[1], self.config.n_heads
         # One fused projection for q, k, v: a third of the matmul launches of three einsums.
         qkv = torch.einsum("bnd,hdk->bhnk", x, torch.cat([self.W_Q, self.W_K, self.W_V]))
         if self.config.scheme == "rope":
@@ -161,31 +212,16 @@ class Attention(nn.Module):
             q, k = rotate_queries_keys(qk, self.config.rope_base).split(H, dim=1)
         else:
             q, k, v = qkv.split(H, dim=1)
-        pos = torch.arange(n)
+        if self.config.scheme != "alibi":
+            return q, k, v, None
+        pos = torch.arange(n, device=x.device)
         distance = (pos[:, None] - pos[None, :]).to(x.dtype)  # i - j
-        bias = None
-        if self.config.scheme == "alibi":
-            # [1, H, n, n], not [H, n, n]: the fused kernel takes a 4-d mask only; a 3-d one
-            # sends SDPA to its reference path at about twice the cost of an ALiBi step's
-            # attention (benchmarks/bench_toy_step.py, candidate alibi-3d-mask)
-            bias = (-self.slopes[None, :, None, None] * distance).masked_fill(
-                distance < 0, float("-inf")
-            )
-        if hooks is None:
-            # Training path: the fused kernel, about half the time of the explicit one.
-            z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=bias is None)
-        else:
-            # Analysis path: explicit scores and pattern, exposed under TransformerLens names.
-            scores = q @ k.transpose(-1, -2) / math.sqrt(self.config.d_head)
-            scores = (
-                scores + bias
-                if bias is not None
-                else scores.masked_fill(distance < 0, float("-inf"))
-            )
-            scores = hooks(f"{prefix}.attn.hook_attn_scores", scores)
-            pattern = hooks(f"{prefix}.attn.hook_pattern", scores.softmax(dim=-1))
-            z = pattern @ v
-        return torch.einsum("bhnk,hkd->bnd", z, self.W_O)
+        # [1, H, n, n], not [H, n, n]: SDPA's fused kernel takes a 4-d mask only; a 3-d one
+        # sends it to its reference path at about twice the cost
+        bias = (-self.slopes[None, :, None, None] * distance).masked_fill(
+            distance < 0, float("-inf")
+        )
+        return q, k, v, bias
 
 
 class ToyTransformer(nn.Module):
