@@ -51,7 +51,7 @@ import torch.nn.functional as F
 
 from qkcore.models.toy import model as toy_model
 from qkcore.models.toy.regimes import toy_regime
-from qkcore.models.toy.train import sample_batch
+from qkcore.models.toy.train import next_token_loss, sample_batch
 from qkcore.testing.reference import chain_step_by_step
 
 CANDIDATES = (
@@ -186,7 +186,9 @@ def _stepper(scheme: str, name: str) -> tuple[Callable[[], None], int]:
     config = dataclasses.replace(config, batch=config.batch * seeds)
     torch.manual_seed(0)
     model = toy_model.ToyTransformer(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True
+    )
     generator = torch.Generator().manual_seed(1)
     forward: Callable[[torch.Tensor], torch.Tensor] = model
     if name == "compile":
@@ -197,8 +199,8 @@ def _stepper(scheme: str, name: str) -> tuple[Callable[[], None], int]:
     def step() -> None:
         tokens, _ = sampler(config, config.batch, generator)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "bf16"):
-            logits = forward(tokens)[:, :-1].float()
-        loss = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:])
+            logits = forward(tokens).float()
+        loss = next_token_loss(logits, tokens)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

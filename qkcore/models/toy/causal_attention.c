@@ -18,10 +18,12 @@
  * row by row, in memory order.
  *
  * Why the same bits on every machine: every operation is an IEEE single-precision add,
- * multiply or divide in an order fixed by this source (sums run in the order written; the
- * vector types below are element-wise), the exponential is a polynomial of such operations,
- * and the library is compiled with -ffp-contract=off and without -ffast-math, so no compiler
- * or instruction set may fuse or reorder them. AVX2, SSE or NEON give the same results.
+ * multiply, divide or fused multiply-add (fma8: one rounding, as the standard defines it) in
+ * an order fixed by this source (sums run in the order written; the vector types below are
+ * element-wise), the exponential is a polynomial of such operations, and the library is
+ * compiled with -ffp-contract=off and without -ffast-math, so no compiler may fuse or reorder
+ * anything else. AVX2 with FMA, plain SSE with the C library's fmaf, or NEON give the same
+ * results (qkcore/tests/test_causal_attention.py builds two and compares them).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,19 @@ typedef struct {
 
 static inline f8 splat(float x) { return (f8){x, x, x, x, x, x, x, x}; }
 
+/* a * b + c rounded once (IEEE 754's fused multiply-add: one correctly rounded result, so the
+ * same bits from the instruction, from NEON's, or from the C library's software fmaf). Only
+ * where written: the compiler may not fuse anything else (-ffp-contract=off). */
+static inline f8 fma8(f8 a, f8 b, f8 c) {
+#if defined(__FMA__) && defined(__AVX__)
+    return __builtin_ia32_vfmaddps256(a, b, c);
+#else
+    f8 r;
+    for (int l = 0; l < W; l++) r[l] = __builtin_fmaf(a[l], b[l], c[l]);
+    return r;
+#endif
+}
+
 static inline f8 vmax(f8 a, f8 b) {
     i8 take_a = a > b;
     return (f8)(((i8)a & take_a) | ((i8)b & ~take_a));
@@ -55,15 +70,15 @@ static inline f8 exp_nonpositive(f8 x) {
     f8 t = x * splat(1.44269504088896341f) + round;
     i8 n = (i8)t - (i8)round;
     f8 nf = t - round;
-    f8 r = x - nf * splat(0.693359375f);
-    r = r - nf * splat(-2.12194440e-4f);
+    f8 r = fma8(-nf, splat(0.693359375f), x);
+    r = fma8(-nf, splat(-2.12194440e-4f), r);
     f8 y = splat(1.9875691500e-4f);
-    y = y * r + splat(1.3981999507e-3f);
-    y = y * r + splat(8.3334519073e-3f);
-    y = y * r + splat(4.1665795894e-2f);
-    y = y * r + splat(1.6666665459e-1f);
-    y = y * r + splat(5.0000001201e-1f);
-    y = y * (r * r) + r + splat(1.0f);
+    y = fma8(y, r, splat(1.3981999507e-3f));
+    y = fma8(y, r, splat(8.3334519073e-3f));
+    y = fma8(y, r, splat(4.1665795894e-2f));
+    y = fma8(y, r, splat(1.6666665459e-1f));
+    y = fma8(y, r, splat(5.0000001201e-1f));
+    y = fma8(y, r * r, r) + splat(1.0f);
     return y * (f8)((n + 127) << 23);
 }
 
@@ -73,16 +88,6 @@ static inline f8 past_diagonal(f8 v, int r, float x) {
     const i8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
     i8 past = lane > (i8){r, r, r, r, r, r, r, r};
     return (f8)(((i8)v & ~past) | ((i8)splat(x) & past));
-}
-
-static inline float sum_lanes(f8 v) {
-    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-}
-
-static inline float max_lanes(f8 v) {
-    float m = v[0];
-    for (int l = 1; l < W; l++) m = v[l] > m ? v[l] : m;
-    return m;
 }
 
 static inline f8 load(const float *p) {
@@ -198,30 +203,54 @@ static void turn_back(float *restrict out, const float *restrict g, const float 
     }
 }
 
-/* dst [Kp][n8] = src [n8][Kp]^T, by 8 x 8 blocks turned in registers (shuffles: exact). */
-static void transpose(f8 *dst, const float *src, int n8, int Kp) {
+/* t[l][k] = r[k][l]: an 8 x 8 block turned in registers (shuffles move bits, exactly). */
+static inline void transpose8(f8 t[W], const f8 r[W]) {
     const i8 lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
     const i8 even = {0, 1, 8, 9, 4, 5, 12, 13}, odd = {2, 3, 10, 11, 6, 7, 14, 15};
     const i8 first = {0, 1, 2, 3, 8, 9, 10, 11}, second = {4, 5, 6, 7, 12, 13, 14, 15};
+    f8 a[W], b[W];
+    for (int k = 0; k < W; k += 2) {
+        a[k] = __builtin_shuffle(r[k], r[k + 1], lo);
+        a[k + 1] = __builtin_shuffle(r[k], r[k + 1], hi);
+    }
+    for (int k = 0; k < W; k += 4)
+        for (int e = 0; e < 2; e++) {
+            b[k + 2 * e] = __builtin_shuffle(a[k + e], a[k + e + 2], even);
+            b[k + 2 * e + 1] = __builtin_shuffle(a[k + e], a[k + e + 2], odd);
+        }
+    for (int k = 0; k < 4; k++) {
+        t[k] = __builtin_shuffle(b[k], b[k + 4], first);
+        t[k + 4] = __builtin_shuffle(b[k], b[k + 4], second);
+    }
+}
+
+/* dst [Kp][n8] = src [n8][Kp]^T, by 8 x 8 blocks. */
+static void transpose(f8 *dst, const float *src, int n8, int Kp) {
     int nv = n8 / W;
     for (int jb = 0; jb < nv; jb++)
         for (int c0 = 0; c0 < Kp; c0 += W) {
-            f8 r[W], t[W], u[W];
+            f8 r[W], t[W];
             for (int k = 0; k < W; k++) r[k] = load(src + (size_t)(jb * W + k) * Kp + c0);
-            for (int k = 0; k < W; k += 2) {
-                t[k] = __builtin_shuffle(r[k], r[k + 1], lo);
-                t[k + 1] = __builtin_shuffle(r[k], r[k + 1], hi);
-            }
-            for (int k = 0; k < W; k += 4)
-                for (int e = 0; e < 2; e++) {
-                    u[k + 2 * e] = __builtin_shuffle(t[k + e], t[k + e + 2], even);
-                    u[k + 2 * e + 1] = __builtin_shuffle(t[k + e], t[k + e + 2], odd);
-                }
-            for (int k = 0; k < 4; k++) {
-                dst[(size_t)(c0 + k) * nv + jb] = __builtin_shuffle(u[k], u[k + 4], first);
-                dst[(size_t)(c0 + k + 4) * nv + jb] = __builtin_shuffle(u[k], u[k + 4], second);
-            }
+            transpose8(t, r);
+            for (int k = 0; k < W; k++) dst[(size_t)(c0 + k) * nv + jb] = t[k];
         }
+}
+
+/* Lane r of the result is the largest lane of v[r] (the first of equals), for 8 rows at once. */
+static inline f8 max_rows(const f8 v[W]) {
+    f8 t[W];
+    transpose8(t, v);
+    f8 m = t[0];
+    for (int l = 1; l < W; l++) m = vmax(t[l], m);
+    return m;
+}
+
+/* Lane r of the result is the sum of v[r]'s lanes, paired as ((0 + 1) + (2 + 3)) + ((4 + 5) +
+ * (6 + 7)), for 8 rows at once. */
+static inline f8 sum_rows(const f8 v[W]) {
+    f8 t[W];
+    transpose8(t, v);
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
 /* Sequence b's queries, keys and values into every head's operands, row by row. */
@@ -254,17 +283,38 @@ static void load_sequence(work *w, const qk_attention *a, int b) {
     }
 }
 
-/* out[r][u] = sum_c A[r][c] Bt[c][u] for the W rows of A and vectors u = 0..last: a tile of
- * W x W products per u, its W accumulators in registers. */
+/* out[r][u] = sum_c A[r][c] Bt[c][u] for the W rows of A and vectors u = 0..last, summed over
+ * c in order. Four rows by two key vectors at a time: eight accumulators, and per c two vector
+ * loads and four broadcasts for sixteen products (eight rows by one vector loaded nine times
+ * for as many, and loads were the bound). */
 static void tiles(f8 *out, int nv, const float *A, int Kp, const f8 *Bt, int last) {
-    for (int u = 0; u <= last; u++) {
-        f8 acc[W];
-        for (int r = 0; r < W; r++) acc[r] = splat(0.0f);
-        for (int c = 0; c < Kp; c++) {
-            f8 bv = Bt[(size_t)c * nv + u];
-            for (int r = 0; r < W; r++) acc[r] += splat(A[r * Kp + c]) * bv;
+    for (int r0 = 0; r0 < W; r0 += 4) {
+        int u = 0;
+        for (; u + 1 <= last; u += 2) {
+            f8 a0[4], a1[4];
+            for (int r = 0; r < 4; r++) a0[r] = a1[r] = splat(0.0f);
+            for (int c = 0; c < Kp; c++) {
+                f8 b0 = Bt[(size_t)c * nv + u], b1 = Bt[(size_t)c * nv + u + 1];
+                for (int r = 0; r < 4; r++) {
+                    f8 ar = splat(A[(r0 + r) * Kp + c]);
+                    a0[r] = fma8(ar, b0, a0[r]);
+                    a1[r] = fma8(ar, b1, a1[r]);
+                }
+            }
+            for (int r = 0; r < 4; r++) {
+                out[(r0 + r) * nv + u] = a0[r];
+                out[(r0 + r) * nv + u + 1] = a1[r];
+            }
         }
-        for (int r = 0; r < W; r++) out[r * nv + u] = acc[r];
+        if (u == last) {
+            f8 a0[4];
+            for (int r = 0; r < 4; r++) a0[r] = splat(0.0f);
+            for (int c = 0; c < Kp; c++) {
+                f8 b0 = Bt[(size_t)c * nv + u];
+                for (int r = 0; r < 4; r++) a0[r] = fma8(splat(A[(r0 + r) * Kp + c]), b0, a0[r]);
+            }
+            for (int r = 0; r < 4; r++) out[(r0 + r) * nv + u] = a0[r];
+        }
     }
 }
 
@@ -285,27 +335,35 @@ static void scores(work *w, const head *hd, int rb) {
  * loop over all of them keeps the pipeline full (a loop per row drained it at every row). */
 static void probabilities(work *w, int rb, float *m, float *l, int find) {
     int nv = w->nv;
-    f8 shift[W];
-    for (int r = 0; r < W; r++) {
-        if (find) {
-            f8 mv = w->S[r * nv];
-            for (int u = 1; u <= rb; u++) mv = vmax(w->S[r * nv + u], mv);
-            m[r] = max_lanes(mv);
+    f8 maxima, sums, shift[W], part[W];
+    if (find) {
+        for (int r = 0; r < W; r++) {
+            part[r] = w->S[r * nv];
+            for (int u = 1; u <= rb; u++) part[r] = vmax(w->S[r * nv + u], part[r]);
         }
-        shift[r] = splat(m[r]);
+        maxima = max_rows(part);
+    } else {
+        maxima = load(m);
     }
+    for (int r = 0; r < W; r++) shift[r] = splat(maxima[r]);
     for (int u = 0; u <= rb; u++)
         for (int r = 0; r < W; r++) w->S[r * nv + u] = exp_nonpositive(w->S[r * nv + u] - shift[r]);
-    for (int r = 0; r < W; r++) {
-        f8 *row = w->S + r * nv;
-        row[rb] = past_diagonal(row[rb], r, 0.0f);
-        if (find) {
-            f8 total = splat(0.0f);
-            for (int u = 0; u <= rb; u++) total += row[u];
-            l[r] = sum_lanes(total);
+    for (int r = 0; r < W; r++) w->S[r * nv + rb] = past_diagonal(w->S[r * nv + rb], r, 0.0f);
+    if (find) {
+        for (int r = 0; r < W; r++) {
+            part[r] = splat(0.0f);
+            for (int u = 0; u <= rb; u++) part[r] += w->S[r * nv + u];
         }
-        f8 inverse = splat(1.0f / l[r]);
-        for (int u = 0; u <= rb; u++) row[u] = row[u] * inverse;
+        sums = sum_rows(part);
+        store(m, maxima);
+        store(l, sums);
+    } else {
+        sums = load(l);
+    }
+    f8 inverse = splat(1.0f) / sums;
+    for (int r = 0; r < W; r++) {
+        f8 scale = splat(inverse[r]);
+        for (int u = 0; u <= rb; u++) w->S[r * nv + u] = w->S[r * nv + u] * scale;
     }
 }
 
@@ -323,8 +381,8 @@ static void rows_times(float *out, const f8 *P, int nv, const float *X, int Kp, 
                 f8 x0 = load(xj), x1 = two ? load(xj + W) : splat(0.0f);
                 for (int r = 0; r < 4; r++) {
                     f8 pr = splat(p[(size_t)(r0 + r) * nv * W + j]);
-                    a0[r] += pr * x0;
-                    a1[r] += pr * x1;
+                    a0[r] = fma8(pr, x0, a0[r]);
+                    a1[r] = fma8(pr, x1, a1[r]);
                 }
             }
             for (int r = 0; r < 4; r++) {
@@ -345,7 +403,7 @@ static void add_transposed(float *acc, const f8 *P, int nv, const float *Y, int 
             f8 s[4];
             for (int e = 0; e < 4; e++) s[e] = load(acc + (size_t)(j + e) * Kp + c0);
             for (int r = 0; r < W; r++)
-                for (int e = 0; e < 4; e++) s[e] += splat(p[(size_t)r * nv * W + j + e]) * y[r];
+                for (int e = 0; e < 4; e++) s[e] = fma8(splat(p[(size_t)r * nv * W + j + e]), y[r], s[e]);
             for (int e = 0; e < 4; e++) store(acc + (size_t)(j + e) * Kp + c0, s[e]);
         }
     }
