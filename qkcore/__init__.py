@@ -4,6 +4,7 @@ The packages are layers; imports only point down (``qkcore/tests/test_layers.py`
 
 ====  =========================  ==========================================================
  0    :mod:`qkcore.errors`       ``QKError``, the one error type
+ 0    :mod:`qkcore.compute_threads`  how many threads a process's torch and BLAS pools use
  1    :mod:`qkcore.diskcache`    the content-addressed disk cache (atomic, xdist-safe)
  1    :mod:`qkcore.linalg`       factored operators, spectra, nulls, RoPE algebra, resolvent
  1    :mod:`qkcore.stats`        exact tests, percentiles, head populations, formation

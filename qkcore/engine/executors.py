@@ -4,9 +4,9 @@
 memory; an :class:`Executor` only runs one :class:`~qkcore.evidence.pieces.BuildTask` when
 asked and says how many it can run at once. :class:`LocalPool` (the default) is a pool of
 spawned processes on this machine; :class:`~qkcore.engine.cluster.DaskExecutor` is a Dask
-cluster. Either way a build computes with the same number of torch threads
-(:func:`build_threads`: the submitting machine's CPU count), so its bits do not depend on which
-executor or worker ran it.
+cluster. Either way a build computes on the same number of torch threads (:func:`build_threads`:
+one, unless ``$QK_BUILD_THREADS`` says otherwise where the build is submitted), so its bits do not
+depend on which executor, worker or machine ran it.
 
 Example::
 
@@ -27,6 +27,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from qkcore.compute_threads import set_compute_threads
 from qkcore.evidence.tasks import BuildTask
 
 __all__ = [
@@ -75,14 +76,17 @@ class Executor(Protocol):
 
 
 def build_threads() -> int:
-    """torch threads for every build: ``$QK_BUILD_THREADS``, else this machine's CPU count
-    (which is what torch takes by default on this project's machines) - computed where the
+    """torch threads for every build: ``$QK_BUILD_THREADS``, else one - computed where the
     build is submitted and sent with it, since a reduction's bits depend on how many threads
-    share it (a MiniLM table differs in the 13th digit between 1 and 2 threads)."""
+    share it (a MiniLM table differs in the 13th digit between 1 and 2 threads).
+
+    One, because the pool's processes already fill the cores, one build each, beside the
+    tests: a second thread per build only makes the threads of every process wait for each
+    other (two toy builds side by side spent 17-20 CPU-s on a history that takes 7.5 on one
+    thread each; docs/measurements.md). A build's bits then do not depend on the machine's
+    core count either."""
     value = os.environ.get(THREADS_ENV)
-    if value:
-        return max(1, int(value))
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    return max(1, int(value)) if value else 1
 
 
 _settled_pid: int | None = None
@@ -118,6 +122,9 @@ def settle_build_process(niceness: int = 0, threads: int | None = None) -> None:
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
         os.environ["TQDM_DISABLE"] = "1"  # tqdm >= 4.66 reads its defaults from TQDM_* variables
     if threads is not None:
+        # the BLAS libraries' pools too, not torch's alone: set before a pool process imports
+        # numpy or torch (it has imported neither yet), so they start one thread wide
+        set_compute_threads(threads)
         import torch
 
         if torch.get_num_threads() != threads:

@@ -10,7 +10,12 @@ wait on, :class:`UnblockingOrder` ranks the builds not yet started by
 2. then its share of the tests still waiting (a test waiting on k builds counts 1/k for each),
    per second;
 3. then the larger cost first (with nothing to release, the longest build starts first and the
-   phase ends soonest).
+   phase ends soonest);
+
+and, given the executor's ``slots``, the longest build comes first once its cost reaches the
+slots' share of all the work left (its own included): started any later it would run alone at
+the end with the other slots idle - the makespan rule that keeps a long table from being the
+phase's tail (a cold report's SmolLM2 table ran three minutes alone after the last toy).
 
 Without tests (``needs`` empty) this is largest first. Example::
 
@@ -50,8 +55,11 @@ class UnblockingOrder(Generic[Build]):
         self.needs = {test: frozenset(keys) for test, keys in needs.items()}
         self.key = key
 
-    def rank(self, pending: Sequence[Build], settled: Collection[Hashable]) -> list[Build]:
-        """``pending`` best first; ``settled`` holds the keys built, failed or running."""
+    def rank(
+        self, pending: Sequence[Build], settled: Collection[Hashable], slots: int = 1
+    ) -> list[Build]:
+        """``pending`` best first; ``settled`` holds the keys built, failed or running;
+        ``slots``: builds the executor runs at once (the tail rule, module docstring)."""
         releases: Counter[Hashable] = Counter()
         share: defaultdict[Hashable, float] = defaultdict(float)
         for keys in self.needs.values():
@@ -65,7 +73,13 @@ class UnblockingOrder(Generic[Build]):
             cost, key = max(task.cost, 1.0), self.key(task)
             return (-releases[key] / cost, -share[key] / cost, -task.cost)
 
-        return sorted(pending, key=score)
+        ranked = sorted(pending, key=score)
+        if slots > 1 and len(ranked) > 1:
+            longest = max(ranked, key=lambda task: task.cost)
+            if longest.cost * slots >= sum(task.cost for task in ranked):
+                ranked.remove(longest)
+                ranked.insert(0, longest)
+        return ranked
 
     def release_order(self, tasks: Sequence[Build]) -> dict[str, int]:
         """Each test's expected place in the order of release if the builds ran one at a

@@ -219,7 +219,7 @@ class _Phase:
         slots, budget = self.executor.slots(), self.executor.memory_gb()
         in_use = sum(task.memory_gb for task, _ in self.running.values())
         busy = self.settled | {self.order.key(task) for task, _ in self.running.values()}
-        for task in self.order.rank(self.pending, busy):
+        for task in self.order.rank(self.pending, busy, slots):
             if len(self.running) >= slots:
                 break
             if budget is not None and self.running and in_use + task.memory_gb > budget:

@@ -25,6 +25,7 @@ import pluggy
 import pytest
 
 import qkcore.pytest_plugin.hookspecs as hookspecs
+from qkcore.compute_threads import cores, set_compute_threads
 from qkcore.pytest_plugin.author import Claim, PremiseUnmet
 from qkcore.pytest_plugin.catalogue import check_catalogues
 from qkcore.pytest_plugin.checks import CheckError
@@ -73,6 +74,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    share_cores_among_workers(config)
     config.addinivalue_line(
         "markers", "claim(id, section, statement): a test of one claim of the paper (qkcore plugin)"
     )
@@ -87,6 +89,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_state_key] = state
     config.pluginmanager.register(ClaimsSession(state), "qk-claims-session")
     config.pluginmanager.register(PreparePhase(config), "qk-claims-prepare")
+
+
+def share_cores_among_workers(config: pytest.Config) -> None:
+    """An xdist worker computes on its share of the cores (``cores // workers`` threads, one
+    with ``-n 2`` on two), unless the user set the thread variables: set before collection,
+    so before a test module imports torch or numpy (:mod:`qkcore.compute_threads`)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        workers = max(1, int(workerinput.get("workercount", 1)))
+        set_compute_threads(max(1, cores() // workers), keep_user_setting=True)
 
 
 def pytest_collection(session: pytest.Session) -> None:

@@ -20,6 +20,7 @@ REPO = ROOT.parent
 LAYERS = {
     "qkcore.errors": 0,
     "qkcore.lazy": 0,  # PEP 562 lazy exports for package facades
+    "qkcore.compute_threads": 0,  # how wide a process's torch and BLAS pools start
     "qkcore.diskcache": 1,
     "qkcore.linalg": 1,
     "qkcore.stats": 1,

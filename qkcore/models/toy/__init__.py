@@ -2,6 +2,8 @@
 
 - :mod:`~qkcore.models.toy.model` - ``ToyConfig`` (one dataclass: everything a run depends on)
   and ``ToyTransformer``
+- :mod:`~qkcore.models.toy.causal_attention` - the training path's attention on the CPU: a C
+  kernel compiled into the cache, the same bits on every instruction set
 - :mod:`~qkcore.models.toy.train` - the §10 task, the spectral penalties, the training loop,
   ``TrainedRun``
 - :mod:`~qkcore.models.toy.cache` - runs cached on disk by config and training code
@@ -9,7 +11,8 @@
 - :mod:`~qkcore.models.toy.view`  - ``loaded_toy(run, step)``: the analysis view of a run, the
   only door from a run to the analyses
 
-Imports run one way: model <- train <- cache <- view (grid needs only the model).
+Imports run one way: causal_attention <- model <- train <- cache <- view (grid needs only the
+model).
 
 How the free APE toys solve the task (measured on the CPU regime's ape-s0, 2026-11-30): not
 with the classic circuit. On ``[r, r]`` (|r| = 16) their layer-1 heads put 0.66-0.76 of their

@@ -5,9 +5,11 @@ Model: token embedding (+ learned positions for ``ape``), ``n_layers`` blocks of
 embeddings (``ape``), as a rotation of queries and keys (``rope``, rotate-half pairing, all head
 dims) or as a per-head linear bias on the scores (``alibi``, slopes ``2^(-8h/H)``).
 
-Two paths through the model: training (``forward(tokens)``, the fused attention kernel) and
-analysis (``forward(tokens, hooks)``: explicit scores and pattern, exposed under
-TransformerLens's hook names through :class:`qkcore.models.hooks.HookPoints`).
+Two paths through the model: training (``forward(tokens)``: on the CPU the causal kernel of
+:mod:`qkcore.models.toy.causal_attention`, which makes a toy the same model on every machine's
+attention arithmetic; PyTorch's fused attention elsewhere) and analysis
+(``forward(tokens, hooks)``: explicit scores and pattern, exposed under TransformerLens's hook
+names through :class:`qkcore.models.hooks.HookPoints`).
 
 Training lives in :mod:`qkcore.models.toy.train`; the analysis view of a trained run is
 :func:`qkcore.models.toy.view.loaded_toy`.
