@@ -170,8 +170,9 @@ class WeightsEvidence:
     def build_tasks(self) -> list[BuildTask]:
         if self.broken or not self.available:
             return []
-        # measured in cold CI runs on 2 cores, beside another build (SmolLM2 2.6 GiB alone,
-        # benchmarks/bench_table_memory.py); a model not measured is guessed at SmolLM2's cost.
+        # measured on one thread (a build's), alone: SmolLM2 200 s, MiniLM 31 s, plus a fifth
+        # for a cold run's company (2.6 GiB alone, benchmarks/bench_table_memory.py); a model
+        # not measured is guessed at SmolLM2's cost.
         # The full sweep adds ~1600 s (SmolLM2, benchmarks/bench_sweep.py).
         cost = _TABLE_SECONDS.get(self.ref.model, 170.0) + (1600.0 if self.sweeps else 0.0)
         return [
@@ -186,8 +187,11 @@ class WeightsEvidence:
         ]
 
 
+#: cold seconds of a toy build (run, table, history) by scheme (the phase's estimate)
+_TOY_SECONDS = {"rope": 100.0, "ape": 70.0, "alibi": 50.0}
+
 #: cold seconds of a packaged model's per-head table (the preparation phase's estimate)
-_TABLE_SECONDS = {"smollm2-135m": 170.0, "minilm-l6": 35.0}
+_TABLE_SECONDS = {"smollm2-135m": 240.0, "minilm-l6": 40.0}
 
 
 @cache
@@ -246,8 +250,9 @@ class ToyEvidence:
                 label=f"{self.evidence_id} run, table and history",
                 fn=build_toy,
                 args=(self.config, self.device),
-                # measured in cold CI runs, two builds at a time: RoPE 100-120 s, others 60-70 s
-                cost=110.0 if self.config.scheme == "rope" else 65.0,
+                # measured in a cold make report on the causal kernel, two builds at a time:
+                # RoPE 104-151 CPU-s, APE 75-124, ALiBi 59-70 (their history then on 2 threads)
+                cost=_TOY_SECONDS[self.config.scheme],
                 memory_gb=1.0,
                 device=self.device,
             )
