@@ -4,8 +4,12 @@ measured side by side in one process, as a ratio to the trainer's own step.
 A step is what ``qkcore.models.toy.train.train`` repeats: sample a batch, forward, loss,
 backward, AdamW. Candidates (issue #43; each changes only how the step is computed):
 
-- ``trainer``      - the model as it is (the reference, ratio 1): on the CPU the causal kernel
-  of :mod:`qkcore.models.toy.causal_attention` between two plain matrix products;
+- ``trainer``      - what ``train`` does (the reference, ratio 1): on the CPU the native step
+  of :mod:`qkcore.models.toy.native` (the whole forward, loss and gradients in C, one
+  sequence at a time) and its AdamW;
+- ``kernel``       - PyTorch's autograd and fused AdamW around the model's training path: the
+  causal attention kernel between two plain matrix products (the trainer before the native
+  step, and where that step does not apply);
 - ``sdpa``         - PyTorch's fused attention (``scaled_dot_product_attention``) on einsum
   projections: the trainer before the kernel, and the base of the candidates below that
   change how SDPA is called (they run on this path);
@@ -51,11 +55,12 @@ import torch.nn.functional as F
 
 from qkcore.models.toy import model as toy_model
 from qkcore.models.toy.regimes import toy_regime
-from qkcore.models.toy.train import next_token_loss, sample_batch
+from qkcore.models.toy.train import TrainingStep, next_token_loss, sample_batch
 from qkcore.testing.reference import chain_step_by_step
 
 CANDIDATES = (
     "trainer",
+    "kernel",
     "sdpa",
     "chain-loop",
     "strided-rope",
@@ -195,6 +200,13 @@ def _stepper(scheme: str, name: str) -> tuple[Callable[[], None], int]:
         forward = torch.compile(model)
 
     sampler = chain_step_by_step if name == "chain-loop" else sample_batch
+    if name == "trainer":
+        training, count = TrainingStep(model, config), iter(range(10**9))
+
+        def train_step() -> None:
+            training.step(sampler(config, config.batch, generator)[0], next(count))
+
+        return train_step, 1
 
     def step() -> None:
         tokens, _ = sampler(config, config.batch, generator)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from qkcore import QKError
 from qkcore.models.hooks import HookPoints
-from qkcore.models.toy import causal_attention as kernel
+from qkcore.models.toy import native
 from qkcore.models.toy.causal_attention import causal_attention, rope_tables
 from qkcore.models.toy.model import ToyConfig, ToyTransformer, alibi_slopes
 from qkcore.testing.reference import attention_in_float64
@@ -154,14 +154,14 @@ def test_the_bits_do_not_depend_on_the_instruction_set(tmp_path, monkeypatch):
         assert x.grad is not None
         return kernel_digest(z, x.grad)
 
-    native = digest()
+    here = digest()
     monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kernel, "_arch_flags", lambda: ())
-    kernel.kernel_library.cache_clear()
+    monkeypatch.setattr(native, "_arch_flags", lambda: ())
+    native.library.cache_clear()
     try:
-        assert digest() == native
+        assert digest() == here
     finally:
-        kernel.kernel_library.cache_clear()
+        native.library.cache_clear()
 
 
 def kernel_digest(*tensors: torch.Tensor) -> str:
@@ -212,25 +212,25 @@ def test_no_compiler_is_one_clear_error_naming_the_fix(tmp_path, monkeypatch):
     """A machine without a C compiler is told what to install, before any toy trains."""
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CC", raising=False)
-    kernel.kernel_library.cache_clear()
+    native.library.cache_clear()
     try:
         with pytest.raises(QKError, match="apt install gcc"):
-            kernel.kernel_library()
+            native.library()
     finally:
-        kernel.kernel_library.cache_clear()
+        native.library.cache_clear()
 
 
 def test_the_library_is_one_cache_entry_built_once(tmp_path, monkeypatch):
     """Compiled into the cache on first use (atomically: a DiskCache entry), then reused."""
     monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path))
-    kernel.kernel_library.cache_clear()
+    native.library.cache_clear()
     try:
-        kernel.kernel_library()
+        native.library()
         entries = [p.name for p in tmp_path.iterdir() if p.is_dir()]
-        assert len(entries) == 1 and entries[0].startswith("kernel-causal-attention-")
-        built = (tmp_path / entries[0] / "causal_attention.so").stat().st_mtime_ns
-        kernel.kernel_library.cache_clear()
-        kernel.kernel_library()
-        assert (tmp_path / entries[0] / "causal_attention.so").stat().st_mtime_ns == built
+        assert len(entries) == 1 and entries[0].startswith("kernel-toy-native-")
+        built = (tmp_path / entries[0] / "toy_native.so").stat().st_mtime_ns
+        native.library.cache_clear()
+        native.library()
+        assert (tmp_path / entries[0] / "toy_native.so").stat().st_mtime_ns == built
     finally:
-        kernel.kernel_library.cache_clear()
+        native.library.cache_clear()

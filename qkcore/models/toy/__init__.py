@@ -2,8 +2,12 @@
 
 - :mod:`~qkcore.models.toy.model` - ``ToyConfig`` (one dataclass: everything a run depends on)
   and ``ToyTransformer``
-- :mod:`~qkcore.models.toy.causal_attention` - the training path's attention on the CPU: a C
-  kernel compiled into the cache, the same bits on every instruction set
+- :mod:`~qkcore.models.toy.native` - the toys' training arithmetic in C (``causal_attention.c``,
+  ``toy_step.c``): compiled into the cache on first use, the same bits on every machine, and
+  its AdamW
+- :mod:`~qkcore.models.toy.causal_attention` - the native attention kernel as an autograd
+  function (the model's training path where the whole native step does not apply)
+- :mod:`~qkcore.models.toy.step` - ``NativeStep``: a model's whole training step in C
 - :mod:`~qkcore.models.toy.train` - the §10 task, the spectral penalties, the training loop,
   ``TrainedRun``
 - :mod:`~qkcore.models.toy.cache` - runs cached on disk by config and training code
@@ -11,8 +15,8 @@
 - :mod:`~qkcore.models.toy.view`  - ``loaded_toy(run, step)``: the analysis view of a run, the
   only door from a run to the analyses
 
-Imports run one way: causal_attention <- model <- train <- cache <- view (grid needs only the
-model).
+Imports run one way: native <- causal_attention <- model <- step <- train <- cache <- view (grid
+needs only the model).
 
 How the free APE toys solve the task (measured on the CPU regime's ape-s0, 2026-11-30): not
 with the classic circuit. On ``[r, r]`` (|r| = 16) their layer-1 heads put 0.66-0.76 of their

@@ -117,11 +117,28 @@ typedef struct {
     float *X;        /* [W][Kp]: a row block's products with V or K */
 } work;
 
+/* Zeroed scratch, 64-byte aligned, each block starting at another of 15 offsets within the
+ * page: arrays read side by side (Q, K, V and their transposes; a product's three operands)
+ * would otherwise all start at the same place in a page and evict each other from the same
+ * sets of the core's caches. Freed with release(). */
 static void *zeroed(size_t bytes) {
+    static unsigned colour;
+    size_t shift = 64 * (1 + colour++ % 15);
     bytes = (bytes + 63) / 64 * 64;
-    void *p = aligned_alloc(64, bytes);
-    if (p) memset(p, 0, bytes);
+    char *base = aligned_alloc(64, bytes + shift);
+    if (!base) return NULL;
+    char *p = base + shift;
+    memcpy(p - sizeof base, &base, sizeof base);
+    memset(p, 0, bytes);
     return p;
+}
+
+static void release(void *p) {
+    if (p) {
+        char *base;
+        memcpy(&base, (char *)p - sizeof base, sizeof base);
+        free(base);
+    }
 }
 
 static void work_free(work *w, int H) {
@@ -130,12 +147,12 @@ static void work_free(work *w, int H) {
             head *hd = &w->heads[h];
             void *all[] = {hd->Q, hd->Kr, hd->Vr, hd->Kt, hd->Vt, hd->Z,
                            hd->D, hd->dQ, hd->dK, hd->dV, hd->bias};
-            for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+            for (size_t i = 0; i < sizeof all / sizeof *all; i++) release(all[i]);
         }
     free(w->heads);
-    free(w->S);
-    free(w->T);
-    free(w->X);
+    release(w->S);
+    release(w->T);
+    release(w->X);
 }
 
 /* Scratch for every head of a sequence (one sequence at a time); 0 if memory ran out. */
@@ -428,32 +445,44 @@ static void head_forward(work *w, head *hd, int n, float *m_out, float *l_out) {
     }
 }
 
+/* Sequence b forward, in scratch w: its z rows [n, H, K] of z [B, n, H, K], and its heads'
+ * row maxima and normalisers in row_max, row_sum [B, H, n]. */
+static void forward_sequence(work *w, const qk_attention *a, int b, float *z, float *row_max,
+                             float *row_sum) {
+    int H = a->H, K = a->K, n = a->n;
+    load_sequence(w, a, b);
+    for (int h = 0; h < H; h++) {
+        size_t at = ((size_t)b * H + h) * n;
+        head_forward(w, &w->heads[h], n, row_max + at, row_sum + at);
+    }
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < H; h++)
+            memcpy(z + (((size_t)b * n + i) * H + h) * K, w->heads[h].Z + (size_t)i * w->Kp,
+                   sizeof(float) * K);
+}
+
 /* z [B, n, H, K]; the row maxima and normalisers [B, H, n] the backward pass needs.
  * Returns 0, or 1 when memory ran out, 2 for shapes outside the kernel's bounds. */
 int qk_causal_attention_forward(const qk_attention *a, float *z, float *row_max, float *row_sum) {
     if (unsupported(a)) return 2;
     work w;
     if (!work_new(&w, a, 0)) return 1;
-    int H = a->H, K = a->K, n = a->n;
-    for (int b = 0; b < a->B; b++) {
-        load_sequence(&w, a, b);
-        for (int h = 0; h < H; h++) {
-            size_t at = ((size_t)b * H + h) * n;
-            head_forward(&w, &w.heads[h], n, row_max + at, row_sum + at);
-        }
-        for (int i = 0; i < n; i++)
-            for (int h = 0; h < H; h++)
-                memcpy(z + (((size_t)b * n + i) * H + h) * K, w.heads[h].Z + (size_t)i * w.Kp,
-                       sizeof(float) * K);
-    }
-    work_free(&w, H);
+    for (int b = 0; b < a->B; b++) forward_sequence(&w, a, b, z, row_max, row_sum);
+    work_free(&w, a->H);
     return 0;
 }
 
-/* Sequence b's output gradients into every head's Z, with D_i = <dz_i, z_i>. */
+/* Sequence b's output gradients into every head's Z, with D_i = <dz_i, z_i>; the padding
+ * rows zero (a forward pass in the same scratch left its outputs there). */
 static void load_gradient(work *w, const qk_attention *a, const float *z, const float *dz,
                           int b) {
     int H = a->H, K = a->K;
+    for (int h = 0; h < H; h++) {
+        head *hd = &w->heads[h];
+        size_t rows = (size_t)(w->n8 - a->n);
+        memset(hd->Z + (size_t)a->n * w->Kp, 0, sizeof(float) * rows * w->Kp);
+        memset(hd->D + a->n, 0, sizeof(float) * rows);
+    }
     for (int i = 0; i < a->n; i++)
         for (int h = 0; h < H; h++) {
             size_t at = (((size_t)b * a->n + i) * H + h) * K;
@@ -517,6 +546,19 @@ static void store_gradient(float *dqkv, const work *w, const qk_attention *a, in
     }
 }
 
+/* Sequence b backward, in scratch w: its rows of dqkv [B, n, 3, H, K]. */
+static void backward_sequence(work *w, const qk_attention *a, int b, const float *z,
+                              const float *dz, const float *row_max, const float *row_sum,
+                              float *dqkv) {
+    load_sequence(w, a, b);
+    load_gradient(w, a, z, dz, b);
+    for (int h = 0; h < a->H; h++) {
+        size_t at = ((size_t)b * a->H + h) * a->n;
+        head_backward(w, &w->heads[h], a->n, row_max + at, row_sum + at);
+    }
+    store_gradient(dqkv, w, a, b);
+}
+
 /* dqkv [B, n, 3, H, K] from z, its gradient dz [B, n, H, K] and the forward's row statistics.
  * Returns as qk_causal_attention_forward. */
 int qk_causal_attention_backward(const qk_attention *a, const float *z, const float *dz,
@@ -524,15 +566,7 @@ int qk_causal_attention_backward(const qk_attention *a, const float *z, const fl
     if (unsupported(a)) return 2;
     work w;
     if (!work_new(&w, a, 1)) return 1;
-    for (int b = 0; b < a->B; b++) {
-        load_sequence(&w, a, b);
-        load_gradient(&w, a, z, dz, b);
-        for (int h = 0; h < a->H; h++) {
-            size_t at = ((size_t)b * a->H + h) * a->n;
-            head_backward(&w, &w.heads[h], a->n, row_max + at, row_sum + at);
-        }
-        store_gradient(dqkv, &w, a, b);
-    }
+    for (int b = 0; b < a->B; b++) backward_sequence(&w, a, b, z, dz, row_max, row_sum, dqkv);
     work_free(&w, a->H);
     return 0;
 }

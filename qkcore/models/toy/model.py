@@ -43,6 +43,7 @@ __all__ = [
     "ToyConfig",
     "ToyTransformer",
     "alibi_slopes",
+    "gaussian",
     "rotate_queries_keys",
 ]
 
@@ -113,6 +114,14 @@ PAPER_PROTOCOL: dict[str, Any] = dict(
 )
 
 
+def gaussian(*shape: int, std: float) -> torch.Tensor:
+    """float32 ``N(0, std^2)`` weights from torch's global generator, drawn in float64 and
+    rounded once: torch's float32 normal sampler is vectorised differently on each instruction
+    set (its last bits differ between AVX2 and plain code), its float64 one is not - so a toy
+    starts from the same weights on every machine."""
+    return (torch.randn(*shape, dtype=torch.float64) * std).to(torch.float32)
+
+
 def alibi_slopes(n_heads: int) -> torch.Tensor:
     """``2^(-8h/H)`` for h = 1..H (Press et al.'s geometric slopes)."""
     return torch.tensor([2.0 ** (-8.0 * (h + 1) / n_heads) for h in range(n_heads)])
@@ -144,10 +153,10 @@ class Attention(nn.Module):
         super().__init__()
         self.config = config
         d, H, k = config.d_model, config.n_heads, config.d_head
-        self.W_Q = nn.Parameter(torch.randn(H, d, k) / math.sqrt(d))
-        self.W_K = nn.Parameter(torch.randn(H, d, k) / math.sqrt(d))
-        self.W_V = nn.Parameter(torch.randn(H, d, k) / math.sqrt(d))
-        self.W_O = nn.Parameter(torch.randn(H, k, d) / math.sqrt(H * k))
+        self.W_Q = nn.Parameter(gaussian(H, d, k, std=1 / math.sqrt(d)))
+        self.W_K = nn.Parameter(gaussian(H, d, k, std=1 / math.sqrt(d)))
+        self.W_V = nn.Parameter(gaussian(H, d, k, std=1 / math.sqrt(d)))
+        self.W_O = nn.Parameter(gaussian(H, k, d, std=1 / math.sqrt(H * k)))
         if config.scheme == "alibi":
             self.register_buffer("slopes", alibi_slopes(H), persistent=False)
 
@@ -233,16 +242,16 @@ class ToyTransformer(nn.Module):
     def __init__(self, config: ToyConfig) -> None:
         super().__init__()
         self.config = config
-        self.embed = nn.Parameter(torch.randn(config.vocab, config.d_model) * 0.02)
+        self.embed = nn.Parameter(gaussian(config.vocab, config.d_model, std=0.02))
         if config.scheme == "ape":
-            self.pos = nn.Parameter(torch.randn(config.seq_len, config.d_model) * 0.02)
+            self.pos = nn.Parameter(gaussian(config.seq_len, config.d_model, std=0.02))
         self.ln = nn.ModuleList(
             nn.LayerNorm(config.d_model, elementwise_affine=False) for _ in range(config.n_layers)
         )
         self.attn = nn.ModuleList(Attention(config) for _ in range(config.n_layers))
         self.ln_final = nn.LayerNorm(config.d_model, elementwise_affine=False)
         self.unembed = nn.Parameter(
-            torch.randn(config.d_model, config.vocab) / math.sqrt(config.d_model)
+            gaussian(config.d_model, config.vocab, std=1 / math.sqrt(config.d_model))
         )
 
     def forward(

@@ -35,11 +35,14 @@ import torch.nn.functional as F
 
 from qkcore.errors import QKError
 from qkcore.models.toy.model import ToyConfig, ToyTransformer
+from qkcore.models.toy.native import NativeAdamW
+from qkcore.models.toy.step import NativeStep, supports
 from qkcore.stats.formation import formation_threshold
 
 __all__ = [
     "POST_FORMATION_MILESTONES",
     "TrainedRun",
+    "TrainingStep",
     "checkpoint_steps",
     "evaluate",
     "imag_penalty",
@@ -208,12 +211,69 @@ def learning_rate(config: ToyConfig, step: int) -> float:
 
 @torch.no_grad()
 def evaluate(model: ToyTransformer, tokens: torch.Tensor, predictable: torch.Tensor) -> dict:
-    logits = model(tokens)
-    nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
-    return {
-        "ce_pred": float(nll[predictable].mean()),
-        "ce_unpred": float(nll[~predictable].mean()) if (~predictable).any() else float("nan"),
-    }
+    """``ce_pred`` and ``ce_unpred``: the mean next-token loss where the next token came from
+    the sequence's map, and where it was noise - the means as exactly rounded float64 sums
+    (``math.fsum``), so they do not depend on how a machine vectorises a reduction."""
+    if native_applies(model):
+        nll = NativeStep(model)(tokens, grads=False)
+    else:
+        logits = model(tokens)
+        nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+
+    def mean(values: torch.Tensor) -> float:
+        return math.fsum(values.double().tolist()) / len(values) if len(values) else math.nan
+
+    return {"ce_pred": mean(nll[predictable]), "ce_unpred": mean(nll[~predictable])}
+
+
+def native_applies(model: ToyTransformer) -> bool:
+    """Whether the native step trains this model: float32 on the CPU, a shape it takes."""
+    p = model.embed
+    return p.device.type == "cpu" and p.dtype == torch.float32 and supports(model.config)
+
+
+class TrainingStep:
+    """A run's step and optimiser: the native ones where they apply (the same bits on every
+    machine, :mod:`qkcore.models.toy.native`), PyTorch's autograd and fused AdamW elsewhere.
+    A constraint's penalty is differentiated by autograd either way and added to the grads."""
+
+    def __init__(self, model: ToyTransformer, config: ToyConfig) -> None:
+        self.model, self.config = model, config
+        self.native = NativeStep(model) if native_applies(model) else None
+        params = list(model.parameters())
+        self.optimizer: NativeAdamW | torch.optim.AdamW = (
+            NativeAdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+            if self.native is not None
+            # fused: one kernel over every parameter (a quarter of the per-parameter loop's)
+            else torch.optim.AdamW(
+                params, lr=config.lr, weight_decay=config.weight_decay, fused=True
+            )
+        )
+
+    def step(self, tokens: torch.Tensor, step: int) -> float:
+        """One optimiser step on ``tokens``; returns the penalty (0 for a free run)."""
+        model, config = self.model, self.config
+        if self.native is not None:
+            self.native(tokens, grads=True)  # every p.grad, for the mean next-token loss
+        else:
+            for p in model.parameters():
+                p.grad = None
+            next_token_loss(model(tokens), tokens).backward()
+        penalty = torch.zeros(())
+        if config.constraint == "sym":
+            penalty = sym_penalty(*model.factors())
+        elif config.constraint == "imag":
+            penalty = imag_penalty(*model.factors())
+        if config.constraint != "free":
+            (config.lam * penalty).backward()  # added to the loss's grads
+        lr = learning_rate(config, step)
+        if isinstance(self.optimizer, NativeAdamW):
+            self.optimizer.lr = lr
+        else:
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+        self.optimizer.step()
+        return float(penalty.detach())
 
 
 def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = None) -> TrainedRun:
@@ -226,10 +286,7 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
         data_gen = torch.Generator().manual_seed(10_000 + config.seed)
         eval_gen = torch.Generator().manual_seed(20_000 + config.seed)
         eval_tokens, eval_pred = sample_batch(config, config.eval_batch, eval_gen)
-        # fused: one kernel over every parameter (a quarter of the per-parameter loop's time)
-        optimizer = torch.optim.AdamW(
-            model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True
-        )
+        training = TrainingStep(model, config)
         keep = set(checkpoint_steps(config.steps))
         history, checkpoints, checkpoint_states = [], {}, {}
         formed = float("nan")
@@ -264,21 +321,10 @@ def train(config: ToyConfig, *, device: str = "cpu", progress: bool | None = Non
                         last = min(config.steps, step + config.stop_after_formation)
             if step >= last:
                 break
-            tokens, predictable = sample_batch(config, config.batch, data_gen)
-            tokens, predictable = tokens.to(device), predictable.to(device)
-            loss = next_token_loss(model(tokens), tokens)
-            penalty = torch.zeros(())
-            if config.constraint == "sym":
-                penalty = sym_penalty(*model.factors())
-            elif config.constraint == "imag":
-                penalty = imag_penalty(*model.factors())
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate(config, step)
-            optimizer.zero_grad(set_to_none=True)
-            (loss + config.lam * penalty).backward()
-            optimizer.step()
+            tokens, _ = sample_batch(config, config.batch, data_gen)
+            penalty = training.step(tokens.to(device), step)
             if history and history[-1]["step"] == step:
-                history[-1]["penalty"] = float(penalty.detach())
+                history[-1]["penalty"] = penalty
             if bar is not None:
                 bar.update(1)
         if bar is not None:

@@ -1,0 +1,120 @@
+"""A toy's training step in C: the model's parameters handed to the native library in place.
+
+:class:`NativeStep` runs :file:`toy_step.c` on a :class:`~qkcore.models.toy.model.ToyTransformer`
+- forward, next-token losses and, when asked, every parameter's gradient of their mean - one
+sequence at a time in the core's cache, the same bits on every machine
+(:mod:`qkcore.models.toy.native`). :func:`supports` says which shapes it takes (the default
+regimes'); others train through autograd.
+
+Example, shapes only::
+
+    step = NativeStep(model)                  # reads the model's parameters in place
+    nll = step(tokens, grads=True)            # tokens [B, n] -> nll [B, n - 1]; p.grad set
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+
+import torch
+
+from qkcore.errors import QKError
+from qkcore.models.toy.model import ToyConfig, ToyTransformer
+from qkcore.models.toy.native import MAX_LAYERS, Grads, Toy, call, rope_tables
+
+__all__ = ["NativeStep", "supports"]
+
+_Layers = ctypes.c_void_p * MAX_LAYERS
+
+
+def supports(config: ToyConfig) -> bool:
+    """Whether :func:`toy_step.c`'s whole step takes this shape (the default regimes do)."""
+    return (
+        config.d_model % 8 == 0
+        and config.vocab % 8 == 0
+        and (config.n_heads * config.d_head) % 8 == 0
+        and 1 <= config.d_head <= 256
+        and (config.scheme != "rope" or config.d_head % 2 == 0)
+        and 1 <= config.n_layers <= MAX_LAYERS
+        and config.seq_len >= 2
+    )
+
+
+def _pointer(tensor: torch.Tensor | None) -> int | None:
+    return None if tensor is None else tensor.data_ptr()
+
+
+class NativeStep:
+    """A :class:`ToyTransformer`'s training step in C: next-token losses and, with ``grads``,
+    every parameter's ``.grad`` (overwritten) for the mean loss. The parameters are read in
+    place, so an optimiser's updates between calls are seen."""
+
+    def __init__(self, model: ToyTransformer) -> None:
+        config = model.config
+        if not supports(config):
+            raise QKError(f"toy {config.label}: a shape the native step does not take.")
+        for p in model.parameters():
+            if p.dtype != torch.float32 or p.device.type != "cpu" or not p.is_contiguous():
+                raise QKError("the native step trains float32 parameters on the CPU only.")
+        self.model, self.config = model, config
+        self.layers = model.attention_layers
+        self.slopes = self.layers[0].slopes if config.scheme == "alibi" else None
+        self._tables: dict[int, torch.Tensor] = {}
+
+    def _cos_sin(self, n: int) -> torch.Tensor | None:
+        if self.config.scheme != "rope":
+            return None
+        if n not in self._tables:
+            self._tables[n] = rope_tables(n, self.config.d_head, self.config.rope_base)
+        return self._tables[n]
+
+    def __call__(self, tokens: torch.Tensor, *, grads: bool) -> torch.Tensor:
+        c, model, layers = self.config, self.model, self.layers
+        tokens = tokens.to(torch.int64).contiguous()
+        B, n = tokens.shape
+        pos = getattr(model, "pos", None)
+        spec = Toy(
+            B,
+            n,
+            c.d_model,
+            c.n_heads,
+            c.d_head,
+            c.vocab,
+            c.n_layers,
+            tokens.data_ptr(),
+            model.embed.data_ptr(),
+            _pointer(pos),
+            _Layers(*[a.W_Q.data_ptr() for a in layers]),
+            _Layers(*[a.W_K.data_ptr() for a in layers]),
+            _Layers(*[a.W_V.data_ptr() for a in layers]),
+            _Layers(*[a.W_O.data_ptr() for a in layers]),
+            model.unembed.data_ptr(),
+            _pointer(self.slopes),
+            _pointer(self._cos_sin(n)),
+            1e-5,  # nn.LayerNorm's default, as the model's LayerNorms
+            1.0 / math.sqrt(c.d_head),
+            1.0 / (B * (n - 1)),
+        )
+        nll = torch.empty(B, n - 1)
+        gradients = None
+        if grads:
+            for p in model.parameters():
+                p.grad = torch.zeros_like(p)
+            g = {name: p.grad for name, p in model.named_parameters()}
+            gradients = Grads(
+                _pointer(g["embed"]),
+                _pointer(g.get("pos")),
+                _Layers(*[_pointer(a.W_Q.grad) for a in layers]),
+                _Layers(*[_pointer(a.W_K.grad) for a in layers]),
+                _Layers(*[_pointer(a.W_V.grad) for a in layers]),
+                _Layers(*[_pointer(a.W_O.grad) for a in layers]),
+                _pointer(g["unembed"]),
+            )
+        call(
+            "qk_toy_step",
+            ctypes.byref(spec),
+            None if gradients is None else ctypes.byref(gradients),
+            nll.data_ptr(),
+        )
+        return nll
