@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from qkcore.testing.builds import needs_cluster_extra
+from qkcore.testing.tiny import save_tiny_model
 from qkcore.tests.test_author import CATALOGUE, run_suite, tables  # noqa: F401 - a fixture
 
 pytest_plugins = ["pytester"]
@@ -167,15 +168,20 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _claims_run(tmp_path: Path, mode: str) -> dict[str, str]:
-    """The real suite on a small selection with a build (MiniLM's table) and paper rows, on the
-    cache in ``tmp_path`` (empty for the first run)."""
+    """The real suite on a small selection with a build (the weights table of a tiny BERT,
+    MiniLM's family, added with ``--claims-model``) and paper rows, on the cache in
+    ``tmp_path`` (empty for the first run)."""
     import os
     import subprocess
     import sys
 
     env = os.environ | {"QK_CACHE_DIR": str(tmp_path / "cache")}
     report = tmp_path / f"rep-{mode}"
-    args = ["-k", "minilm-l6 or (paper and s10)", "-n", "2", "--claims-prepare", mode]
+    model = tmp_path / "tiny-bert"
+    if not model.exists():
+        save_tiny_model("bert", tmp_path / "models").rename(model)
+    args = ["--claims-model", str(model), "-k", "tiny-bert or (paper and s10)", "-n", "2"]
+    args += ["--claims-prepare", mode]
     done = subprocess.run(
         [
             sys.executable,
@@ -204,12 +210,12 @@ def _claims_run(tmp_path: Path, mode: str) -> dict[str, str]:
 def test_streamed_verdicts_are_those_of_a_run_that_prepares_first(tmp_path):
     """A streamed run on an empty cache judges as a run whose evidence is all ready before its
     first test. The second run prepares first on the cache the streamed one left, so it finds
-    every build done and judges the same bytes: a second cold MiniLM build (~70 CPU-s) would
-    only compare the build with itself, which the bit-identity tests of the cluster do."""
+    every build done and judges the same bytes: a second cold build would only compare the
+    build with itself, which the bit-identity tests of the cluster do."""
     streamed = _claims_run(tmp_path, "stream")
-    assert list((tmp_path / "cache").glob("table-minilm*")), "the streamed run built nothing"
+    assert list((tmp_path / "cache").glob("table-*")), "the streamed run built nothing"
     first = _claims_run(tmp_path, "first")
-    assert any("weights:minilm-l6" in node for node in streamed), sorted(streamed)
+    assert any("weights:tiny-bert" in node for node in streamed), sorted(streamed)
     assert streamed == first
 
 
