@@ -109,30 +109,26 @@ def test_the_bound_is_sharp_enough_to_see_a_wrong_kernel(scheme):
     assert outside == ["z", "dq", "dk", "dv"]
 
 
+def _forward_backward_digest(qkv, dz, slopes, cos_sin) -> str:
+    """sha256 of the kernel's output and its gradient for upstream ``dz``."""
+    x = qkv.clone().requires_grad_()
+    z = causal_attention(x, slopes=slopes, cos_sin=cos_sin)
+    z.backward(dz)
+    assert x.grad is not None
+    return kernel_digest(z, x.grad)
+
+
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_the_same_inputs_give_the_same_bits_in_another_process(scheme):
     """Fixed-order arithmetic: two calls, and a call in a fresh interpreter, agree bit for bit
     (the toys' training is deterministic only if this holds)."""
-    qkv, dz, slopes, cos_sin = _inputs(scheme, 2, 50, 3, 16, seed=3, spread=1.0)
-
-    def digest() -> str:
-        x = qkv.clone().requires_grad_()
-        z = causal_attention(x, slopes=slopes, cos_sin=cos_sin)
-        z.backward(dz)
-        assert x.grad is not None
-        return kernel_digest(z, x.grad)
-
-    here = digest()
-    assert digest() == here
+    inputs = _inputs(scheme, 2, 50, 3, 16, seed=3, spread=1.0)
+    here = _forward_backward_digest(*inputs)
+    assert _forward_backward_digest(*inputs) == here
     code = (
-        "import torch, sys\n"
-        "from qkcore.tests.test_causal_attention import _inputs, kernel_digest\n"
-        "from qkcore.models.toy.causal_attention import causal_attention\n"
-        f"qkv, dz, slopes, cos_sin = _inputs({scheme!r}, 2, 50, 3, 16, seed=3, spread=1.0)\n"
-        "x = qkv.clone().requires_grad_()\n"
-        "z = causal_attention(x, slopes=slopes, cos_sin=cos_sin)\n"
-        "z.backward(dz)\n"
-        "print(kernel_digest(z, x.grad))\n"
+        "from qkcore.tests.test_causal_attention import _forward_backward_digest, _inputs\n"
+        f"inputs = _inputs({scheme!r}, 2, 50, 3, 16, seed=3, spread=1.0)\n"
+        "print(_forward_backward_digest(*inputs))\n"
     )
     there = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -145,21 +141,13 @@ def test_the_bits_do_not_depend_on_the_instruction_set(tmp_path, monkeypatch):
     none (scalar code, the C library's software fmaf) give the same bits: every operation is
     IEEE-rounded in the source's order, a fused multiply-add included - what makes a toy the
     same model on every machine."""
-    qkv, dz, slopes, cos_sin = _inputs("rope", 1, 20, 2, 8, seed=5, spread=1.0)
-
-    def digest() -> str:
-        x = qkv.clone().requires_grad_()
-        z = causal_attention(x, slopes=slopes, cos_sin=cos_sin)
-        z.backward(dz)
-        assert x.grad is not None
-        return kernel_digest(z, x.grad)
-
-    here = digest()
+    inputs = _inputs("rope", 1, 20, 2, 8, seed=5, spread=1.0)
+    here = _forward_backward_digest(*inputs)
     monkeypatch.setenv("QK_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(native, "_arch_flags", lambda: ())
     native.library.cache_clear()
     try:
-        assert digest() == here
+        assert _forward_backward_digest(*inputs) == here
     finally:
         native.library.cache_clear()
 

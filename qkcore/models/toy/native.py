@@ -59,6 +59,16 @@ MAX_LAYERS = 8  # toy_step.c's MAX_LAYERS
 
 _floats = ctypes.c_void_p
 _Layers = ctypes.c_void_p * MAX_LAYERS
+# the model's parameters in toy_step.c's order: qk_toy reads them, qk_toy_grads mirrors them
+_PARAMETERS: list[tuple[str, type[ctypes.c_void_p] | type[ctypes.Array[ctypes.c_void_p]]]] = [
+    ("embed", _floats),
+    ("pos", _floats),
+    ("Wq", _Layers),
+    ("Wk", _Layers),
+    ("Wv", _Layers),
+    ("Wo", _Layers),
+    ("unembed", _floats),
+]
 
 
 class Attention(ctypes.Structure):
@@ -82,13 +92,7 @@ class Toy(ctypes.Structure):
     _fields_ = [
         *[(name, ctypes.c_int) for name in ("B", "n", "d", "H", "K", "V", "L")],
         ("tokens", _floats),
-        ("embed", _floats),
-        ("pos", _floats),
-        ("Wq", _Layers),
-        ("Wk", _Layers),
-        ("Wv", _Layers),
-        ("Wo", _Layers),
-        ("unembed", _floats),
+        *_PARAMETERS,
         ("slopes", _floats),
         ("cos_sin", _floats),
         ("eps", ctypes.c_float),
@@ -100,15 +104,7 @@ class Toy(ctypes.Structure):
 class Grads(ctypes.Structure):
     """``qk_toy_grads`` of toy_step.c, field for field."""
 
-    _fields_ = [
-        ("embed", _floats),
-        ("pos", _floats),
-        ("Wq", _Layers),
-        ("Wk", _Layers),
-        ("Wv", _Layers),
-        ("Wo", _Layers),
-        ("unembed", _floats),
-    ]
+    _fields_ = _PARAMETERS
 
 
 class _Adam(ctypes.Structure):
