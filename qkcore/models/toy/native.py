@@ -40,6 +40,7 @@ __all__ = [
     "MAX_LAYERS",
     "Attention",
     "Grads",
+    "Layers",
     "NativeAdamW",
     "Toy",
     "call",
@@ -58,15 +59,16 @@ _LIBRARY = "toy_native.so"
 MAX_LAYERS = 8  # toy_step.c's MAX_LAYERS
 
 _floats = ctypes.c_void_p
-_Layers = ctypes.c_void_p * MAX_LAYERS
+#: one pointer per layer (unused layers NULL)
+Layers = ctypes.c_void_p * MAX_LAYERS
 # the model's parameters in toy_step.c's order: qk_toy reads them, qk_toy_grads mirrors them
 _PARAMETERS: list[tuple[str, type[ctypes.c_void_p] | type[ctypes.Array[ctypes.c_void_p]]]] = [
     ("embed", _floats),
     ("pos", _floats),
-    ("Wq", _Layers),
-    ("Wk", _Layers),
-    ("Wv", _Layers),
-    ("Wo", _Layers),
+    ("Wq", Layers),
+    ("Wk", Layers),
+    ("Wv", Layers),
+    ("Wo", Layers),
     ("unembed", _floats),
 ]
 

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import ctypes
 import math
+from collections.abc import Callable
 
 import torch
 
 from qkcore.errors import QKError
 from qkcore.models.toy.model import ToyConfig, ToyTransformer
-from qkcore.models.toy.native import MAX_LAYERS, Grads, Toy, call, rope_tables
+from qkcore.models.toy.native import MAX_LAYERS, Grads, Layers, Toy, call, rope_tables
 
 __all__ = ["NativeStep", "supports"]
 
-_Layers = ctypes.c_void_p * MAX_LAYERS
+#: the native structs' per-layer fields and the attention module's parameters they point at
+_PER_LAYER = {"Wq": "W_Q", "Wk": "W_K", "Wv": "W_V", "Wo": "W_O"}
 
 
 def supports(config: ToyConfig) -> bool:
@@ -45,6 +47,26 @@ def _pointer(tensor: torch.Tensor | None) -> int | None:
     return None if tensor is None else tensor.data_ptr()
 
 
+def _grad_pointer(tensor: torch.Tensor | None) -> int | None:
+    return None if tensor is None else _pointer(tensor.grad)
+
+
+def _parameters(
+    model: ToyTransformer, pointer: Callable[[torch.Tensor | None], int | None]
+) -> dict[str, object]:
+    """The parameter fields of ``Toy`` and ``Grads`` by name: ``pointer`` of each parameter
+    (absent ones, APE's ``pos`` elsewhere, NULL)."""
+    layers = model.attention_layers
+    fields: dict[str, object] = {
+        "embed": pointer(model.embed),
+        "pos": pointer(getattr(model, "pos", None)),
+        "unembed": pointer(model.unembed),
+    }
+    for field, name in _PER_LAYER.items():
+        fields[field] = Layers(*[pointer(getattr(a, name)) for a in layers])
+    return fields
+
+
 class NativeStep:
     """A :class:`ToyTransformer`'s training step in C: next-token losses and, with ``grads``,
     every parameter's ``.grad`` (overwritten) for the mean loss. The parameters are read in
@@ -58,8 +80,7 @@ class NativeStep:
             if p.dtype != torch.float32 or p.device.type != "cpu" or not p.is_contiguous():
                 raise QKError("the native step trains float32 parameters on the CPU only.")
         self.model, self.config = model, config
-        self.layers = model.attention_layers
-        self.slopes = self.layers[0].slopes if config.scheme == "alibi" else None
+        self.slopes = model.attention_layers[0].slopes if config.scheme == "alibi" else None
         self._tables: dict[int, torch.Tensor] = {}
 
     def _cos_sin(self, n: int) -> torch.Tensor | None:
@@ -70,10 +91,9 @@ class NativeStep:
         return self._tables[n]
 
     def __call__(self, tokens: torch.Tensor, *, grads: bool) -> torch.Tensor:
-        c, model, layers = self.config, self.model, self.layers
+        c = self.config
         tokens = tokens.to(torch.int64).contiguous()
         B, n = tokens.shape
-        pos = getattr(model, "pos", None)
         spec = Toy(
             B,
             n,
@@ -83,34 +103,19 @@ class NativeStep:
             c.vocab,
             c.n_layers,
             tokens.data_ptr(),
-            model.embed.data_ptr(),
-            _pointer(pos),
-            _Layers(*[a.W_Q.data_ptr() for a in layers]),
-            _Layers(*[a.W_K.data_ptr() for a in layers]),
-            _Layers(*[a.W_V.data_ptr() for a in layers]),
-            _Layers(*[a.W_O.data_ptr() for a in layers]),
-            model.unembed.data_ptr(),
-            _pointer(self.slopes),
-            _pointer(self._cos_sin(n)),
-            1e-5,  # nn.LayerNorm's default, as the model's LayerNorms
-            1.0 / math.sqrt(c.d_head),
-            1.0 / (B * (n - 1)),
+            **_parameters(self.model, _pointer),
+            slopes=_pointer(self.slopes),
+            cos_sin=_pointer(self._cos_sin(n)),
+            eps=1e-5,  # nn.LayerNorm's default, as the model's LayerNorms
+            scale=1.0 / math.sqrt(c.d_head),
+            loss_scale=1.0 / (B * (n - 1)),
         )
         nll = torch.empty(B, n - 1)
         gradients = None
         if grads:
-            for p in model.parameters():
-                p.grad = torch.zeros_like(p)
-            g = {name: p.grad for name, p in model.named_parameters()}
-            gradients = Grads(
-                _pointer(g["embed"]),
-                _pointer(g.get("pos")),
-                _Layers(*[_pointer(a.W_Q.grad) for a in layers]),
-                _Layers(*[_pointer(a.W_K.grad) for a in layers]),
-                _Layers(*[_pointer(a.W_V.grad) for a in layers]),
-                _Layers(*[_pointer(a.W_O.grad) for a in layers]),
-                _pointer(g["unembed"]),
-            )
+            for p in self.model.parameters():
+                p.grad = torch.zeros_like(p)  # the native step adds every sequence's share
+            gradients = Grads(**_parameters(self.model, _grad_pointer))
         call(
             "qk_toy_step",
             ctypes.byref(spec),
