@@ -20,7 +20,7 @@ from qkcore.models.toy import native
 from qkcore.models.toy.model import ToyConfig, ToyTransformer
 from qkcore.models.toy.native import NativeAdamW
 from qkcore.models.toy.step import NativeStep, supports
-from qkcore.models.toy.train import evaluate, sample_batch, train
+from qkcore.models.toy.train import evaluate, native_applies, sample_batch, train
 
 #: A bound on float32 rounding relative to each quantity's largest entry. What the step
 #: computes passes through at most a few hundred roundings of u = 6e-8 per entry (products of
@@ -137,6 +137,18 @@ def test_a_shape_the_step_does_not_take_is_trained_by_autograd_instead():
         NativeStep(ToyTransformer(config))
     run = train(replace(config, steps=3, eval_every=1, eval_batch=2, batch=2, warmup=1))
     assert len(run.history) == 4  # trained all the same, on the autograd path
+
+
+def test_parameters_the_step_cannot_read_send_the_model_to_autograd_with_the_reason():
+    """One rule decides both: which path trains a model, and what the step says when handed
+    one it cannot read in place (float64 here; a shape it takes)."""
+    config = ToyConfig(scheme="alibi", d_model=32, d_head=8, seq_len=16)
+    model = ToyTransformer(config)
+    assert native_applies(model)
+    model = model.double()
+    assert supports(config) and not native_applies(model)
+    with pytest.raises(QKError, match="contiguous float32 parameters on the CPU"):
+        NativeStep(model)
 
 
 _RUN = """

@@ -24,7 +24,7 @@ from qkcore.errors import QKError
 from qkcore.models.toy.model import ToyConfig, ToyTransformer
 from qkcore.models.toy.native import MAX_LAYERS, Grads, Layers, Toy, call, rope_tables
 
-__all__ = ["NativeStep", "supports"]
+__all__ = ["NativeStep", "supports", "why_not_native"]
 
 #: the native structs' per-layer fields and the attention module's parameters they point at
 _PER_LAYER = {"Wq": "W_Q", "Wk": "W_K", "Wv": "W_V", "Wo": "W_O"}
@@ -41,6 +41,17 @@ def supports(config: ToyConfig) -> bool:
         and 1 <= config.n_layers <= MAX_LAYERS
         and config.seq_len >= 2
     )
+
+
+def why_not_native(model: ToyTransformer) -> str | None:
+    """Why :class:`NativeStep` cannot train ``model`` (a shape :func:`supports` does not take,
+    or a parameter that is not float32, contiguous and on the CPU); None when it can."""
+    if not supports(model.config):
+        return f"toy {model.config.label}: a shape the native step does not take."
+    for p in model.parameters():
+        if p.dtype != torch.float32 or p.device.type != "cpu" or not p.is_contiguous():
+            return "the native step trains contiguous float32 parameters on the CPU only."
+    return None
 
 
 def _pointer(tensor: torch.Tensor | None) -> int | None:
@@ -74,11 +85,9 @@ class NativeStep:
 
     def __init__(self, model: ToyTransformer) -> None:
         config = model.config
-        if not supports(config):
-            raise QKError(f"toy {config.label}: a shape the native step does not take.")
-        for p in model.parameters():
-            if p.dtype != torch.float32 or p.device.type != "cpu" or not p.is_contiguous():
-                raise QKError("the native step trains float32 parameters on the CPU only.")
+        reason = why_not_native(model)
+        if reason:
+            raise QKError(reason)
         self.model, self.config = model, config
         self.slopes = model.attention_layers[0].slopes if config.scheme == "alibi" else None
         self._tables: dict[int, torch.Tensor] = {}

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from qkcore.errors import QKError
 from qkcore.models.toy.model import ToyConfig, ToyTransformer
 from qkcore.models.toy.native import NativeAdamW
-from qkcore.models.toy.step import NativeStep, supports
+from qkcore.models.toy.step import NativeStep, why_not_native
 from qkcore.stats.formation import formation_threshold
 
 __all__ = [
@@ -227,9 +227,9 @@ def evaluate(model: ToyTransformer, tokens: torch.Tensor, predictable: torch.Ten
 
 
 def native_applies(model: ToyTransformer) -> bool:
-    """Whether the native step trains this model: float32 on the CPU, a shape it takes."""
-    p = model.embed
-    return p.device.type == "cpu" and p.dtype == torch.float32 and supports(model.config)
+    """Whether the native step trains this model (:func:`~qkcore.models.toy.step.why_not_native`
+    says why not); elsewhere autograd does."""
+    return why_not_native(model) is None
 
 
 class TrainingStep:
