@@ -95,6 +95,7 @@ def test_null_referenced_partial_is_indistinguishable(evidence: Any, claim: Clai
         layer_clustered_bootstrap_ci(difference, len(table), table["layer"].to_numpy(), level=0.90),
         "indistinguishable",
         n=n,
+        kind="layer-clustered bootstrap",
     )
     claim.statement(
         "same sign: partial (null-referenced) x partial (raw)",

@@ -260,6 +260,7 @@ def test_d_head_does_not_beat_dir_frac(evidence, claim: Claim):
         (lo90, hi90),
         "no_positive_increment",
         n=result.n,
+        kind="layer-clustered bootstrap",
     )
     claim.statement("not reliably negative: 95% CI upper end", hi, ">", 0.0, n=result.n)
     claim.printed("partial rho(D_head, prev | dir_frac)", result.rho, n=result.n)

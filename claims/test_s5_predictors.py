@@ -150,6 +150,7 @@ def test_nested_regression_on_the_ablation_effect(evidence: Any, claim: Claim) -
         layer_clustered_bootstrap_ci(signed_increment, n, layers, level=0.90),
         "no_positive_increment",
         n=n,
+        kind="layer-clustered bootstrap",
     )
     claim.statement("wrong-signed: D_head coefficient", d_coef, "<", 0.0, n=n)
     claim.measure(

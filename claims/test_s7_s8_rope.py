@@ -121,6 +121,7 @@ def test_phase_features_explain_the_partial(evidence, claim: Claim):
             "nonzero_residual",
             n=after.n,
             paper=0.006,
+            kind="layer-clustered bootstrap",
         )
     if printed("partial | dir_frac", name) is None:
         claim.measure("partial | dir_frac", before.rho, n=before.n)

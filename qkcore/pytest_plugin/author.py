@@ -41,6 +41,7 @@ from qkcore.pytest_plugin.catalogue import ClaimEntry, catalogue_for
 from qkcore.pytest_plugin.checks import CheckError, Comparison, Guards
 from qkcore.pytest_plugin.recorder import ClaimRecorder
 from qkcore.stats.equivalence import family as equivalence_family
+from qkcore.stats.uncertainty import Normal, Uncertainty
 
 __all__ = ["Claim", "Comparison", "PremiseUnmet", "claim"]
 
@@ -139,15 +140,26 @@ class Claim:
         text: bool = False,
         opposite: bool = False,
         note: str = "",
+        uncertainty: Uncertainty | None = None,
+        confidence: float = 0.95,
+        claimed: float | None = None,
+        stand_in: str = "",
     ) -> bool:
         """The claim's scientific statement: ``value <comparison> threshold`` (a number, a
         ``(low, high)`` pair for ``in``, or a catalogue threshold's name). ``interval``: the
-        value's uncertainty interval - across the threshold, the row is inconclusive.
+        value's uncertainty interval - across the threshold, the row is inconclusive;
+        ``uncertainty``: the model it comes from (:mod:`qkcore.stats.uncertainty`; with no
+        ``interval``, the model's own at ``confidence``), which every row shows and the
+        support probe reads: at the effect the claim states (``claimed``, default ``paper``)
+        with this spread, would the statement hold? If not, an inconclusive row is
+        undecidable.
         ``paper``: the paper's own value of the quantity, shown beside it. ``text=True``: a
         str threshold is compared as text (a head's name), not looked up by name.
         ``opposite=True``: the statement that the effect is not significantly reversed - its
         failure refutes a presence claim even where the power to see the claimed effect is
         missing."""
+        if interval is None and uncertainty is not None:
+            interval = uncertainty.interval(float(value), confidence)
         return self._check(
             "statement",
             name,
@@ -160,13 +172,17 @@ class Claim:
             text=text,
             opposite=opposite,
             note=note,
+            uncertainty=uncertainty,
+            confidence=confidence,
+            claimed=claimed,
+            stand_in=stand_in,
         )
 
     def absence(
         self,
         name: str,
         estimate: float,
-        interval: tuple[float, float] | Callable[[float], tuple[float, float]],
+        interval: tuple[float, float] | Callable[[float], tuple[float, float]] | Uncertainty,
         margin: str,
         *,
         family: int = 1,
@@ -174,6 +190,8 @@ class Claim:
         n: int | None = None,
         paper: Any = None,
         note: str = "",
+        kind: str = "",
+        stand_in: str = "",
     ) -> bool:
         """An absence ("null", "indistinguishable", "at the null", "no increment") judged as an
         equivalence: the effect's ``interval`` (at ``1 - 2 alpha``: 0.90) inside the catalogue
@@ -188,11 +206,25 @@ class Claim:
         Bonferroni-widened interval (:func:`~qkcore.stats.equivalence.family`)::
 
             claim.absence(name, rho, lambda c: spearman_interval(rho, n, c), "null_rho", family=5)
+
+        ``interval`` may instead be the estimate's uncertainty model
+        (:mod:`qkcore.stats.uncertainty`: ``FisherZ(n, controls)``, ``Normal(se)``), which gives
+        both intervals and the support probe: with the estimate at the null (``centre``) and
+        this spread, would the interval fit the margin at least half the time? If not, the row
+        is undecidable, with the n or width that would decide. A given interval is read as a
+        normal one of its width (``kind`` names it: "layer-clustered bootstrap").
+        ``stand_in``: why the estimate is a stand-in for the authors' quantity (another null):
+        an interval outside the margin is then inconclusive, never a refutation.
         """
         alpha = float(self.entry.threshold("alpha")) if "alpha" in self.entry.vocabulary else 0.05
         refute = None
-        if callable(interval):
-            support_level, refute_level = equivalence_family(alpha, family)
+        support_level, refute_level = equivalence_family(alpha, family)
+        model: Uncertainty | None = None
+        if isinstance(interval, Uncertainty):
+            model = interval
+            refute = model.interval(estimate, refute_level) if family > 1 else None
+            interval = model.interval(estimate, support_level)
+        elif callable(interval):
             refute = interval(refute_level) if family > 1 else None
             interval = interval(support_level)
         elif family > 1:
@@ -220,6 +252,12 @@ class Claim:
             note=note,
             margin_source=f"{term.name} = {value} ({term.source})",
             refute_interval=refute,
+            uncertainty=model
+            or Normal.from_interval(interval, support_level, kind or "interval as given", n),
+            confidence=support_level,
+            # the probe's null: the centre, or the middle of a margin that does not hold it
+            claimed=centre if bounds[0] < centre < bounds[1] else sum(bounds) / 2,
+            stand_in=stand_in,
         )
 
     def premise(

@@ -30,6 +30,18 @@ The verdict of a row, in this order:
 ``supported``         every statement check passes (at least one is required)
 ====================  ==========================================================================
 
+A statement judged on an interval also answers the *support probe*
+(:mod:`qkcore.stats.uncertainty`): had the effect been what the claim says (an absence's null;
+a presence's printed size), with this evidence's spread and n, would its rule support it at
+least half the time? A row left inconclusive by a statement that could not is
+``undecidable``: no evidence of this size could support it, and the check says what would
+(``to_decide``: the n, or the interval width).
+
+====================  ==========================================================================
+``undecidable``       inconclusive, and a statement's support probe fails: the verdict was fixed
+                      by the evidence's size before its values were read
+====================  ==========================================================================
+
 ``number`` and ``consistency`` failures never decide a verdict: they are errata - unless the
 print reproduces under another reasonable reading the test records beside it (``readings``:
 the authors' rounding, medians for means, their test convention), which makes the mismatch
@@ -61,6 +73,7 @@ from typing import Any, Literal, get_args
 from qkcore.pytest_plugin.verdict import Verdict
 from qkcore.stats.equivalence import equivalence
 from qkcore.stats.printed import as_printed, reproduces
+from qkcore.stats.uncertainty import SUPPORT_POWER, Normal, Uncertainty
 
 __all__ = [
     "CHECK_KINDS",
@@ -132,11 +145,22 @@ class Check:
     #: one of a family of absences: the wider interval a "different" is read on (Bonferroni)
     refute_interval: tuple[float, float] | None = None
     #: number and consistency checks: the recomputation under other reasonable readings
-    #: (means vs medians, the authors' rounding or test convention), by reading
+    #: (means vs medians, the authors' rounding or test convention), by reading; None for a
+    #: reading this evidence cannot compute (another model's value): the mismatch is then
+    #: unverifiable, never a slip
     readings: dict[str, Any] | None = None
     #: the first of ``readings`` under which the print reproduces: a mismatch that depends
     #: on the reading, never an erratum for the authors
     reproduced_by: str = ""
+    #: statements on an interval: the uncertainty model's kind (one per sentence)
+    uncertainty: str = ""
+    #: the support probe (module docstring): None where no probe applies
+    supportable: bool | None = None
+    #: where the probe fails: what evidence would decide ("n >= 253 (has 144)")
+    to_decide: str = ""
+    #: statements computed on a stand-in for the authors' quantity (why): such a statement
+    #: can support, but its failure is not a refutation - it is uncertain, reading-dependent
+    stand_in: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -201,6 +225,10 @@ def judge(
     margin_source: str = "",
     readings: dict[str, Any] | None = None,
     refute_interval: tuple[float, float] | None = None,
+    uncertainty: Uncertainty | None = None,
+    claimed: float | None = None,
+    confidence: float = 0.90,
+    stand_in: str = "",
 ) -> Check:
     """Compare and record: the :class:`Check` with its outcome and margin.
 
@@ -208,6 +236,11 @@ def judge(
     measurement rounded to its digits. ``interval`` (a statement's uncertainty interval, e.g. a
     bootstrap CI) makes the outcome ``uncertain`` when it reaches across the threshold.
     A ``power`` check must name its ``effect`` (module docstring) and may narrow ``guards``.
+    ``uncertainty``: the model ``interval`` comes from (default: the interval read as a normal
+    one of this ``confidence``); ``claimed``: the effect the support probe places (default: an
+    absence's null - 0 inside its margin, else the margin's middle; a presence's ``paper``).
+    ``stand_in``: why the value is a stand-in for the authors' own quantity (another null,
+    another estimator): a failing statement is then uncertain, never a refutation.
     """
     kind_, comparison_, guards_ = _checked_call(name, kind, comparison, effect, guards)
     passed = _passes(name, value, comparison, threshold, kind)
@@ -216,12 +249,26 @@ def judge(
     outcome = _with_interval(
         "pass" if passed else "fail", value, comparison, threshold, kind, interval, refute_interval
     )
+    if stand_in and kind == "statement" and outcome == "fail":
+        outcome = "uncertain"  # refuted only on a stand-in: not what the authors computed
     reproduced_by = ""
     if readings and kind in ("number", "consistency") and outcome != "pass":
         for reading, other in readings.items():
-            if judge(name, other, comparison, threshold, kind=kind).outcome == "pass":
+            if (
+                other is not None
+                and judge(name, other, comparison, threshold, kind=kind).outcome == "pass"
+            ):
                 reproduced_by = reading
                 break
+        else:
+            # a reading the evidence cannot compute (another model's value, no released
+            # table): the mismatch cannot be shown to be a slip - it depends on that reading
+            unverifiable = [r for r, other in readings.items() if other is None]
+            if unverifiable:
+                reproduced_by = f"{unverifiable[0]} (cannot be computed from this evidence)"
+    probe = _support_probe(
+        kind, value, comparison, threshold, paper, interval, uncertainty, claimed, confidence
+    )
     return Check(
         name=name,
         kind=kind_,
@@ -243,7 +290,45 @@ def judge(
         refute_interval=(
             (float(refute_interval[0]), float(refute_interval[1])) if refute_interval else None
         ),
+        uncertainty=probe[0],
+        supportable=probe[1],
+        to_decide=probe[2],
+        stand_in=stand_in,
     )
+
+
+def _support_probe(
+    kind: str,
+    value: Any,
+    comparison: str,
+    threshold: Any,
+    paper: Any,
+    interval: tuple[float, float] | None,
+    uncertainty: Uncertainty | None,
+    claimed: float | None,
+    confidence: float,
+) -> tuple[str, bool | None, str]:
+    """``(model kind, supportable, what would decide)`` of a statement on an interval (module
+    docstring); no probe for other checks, a flag, or a presence with no claimed size."""
+    if kind != "statement" or (interval is None and uncertainty is None):
+        return "", None, ""
+    model = uncertainty or Normal.from_interval(interval, confidence, "interval as given")  # type: ignore[arg-type]
+    if comparison == "in" and isinstance(threshold, tuple | list):
+        low, high = float(threshold[0]), float(threshold[1])
+        effect = claimed if claimed is not None else (0.0 if low < 0 < high else (low + high) / 2)
+    elif comparison in (">", ">=", "<", "<=") and _number(threshold) is not None:
+        effect = claimed if claimed is not None else _number(paper)
+        if effect is None or isinstance(value, bool):
+            return model.kind, None, ""
+        t = float(threshold)
+        low, high = (t, math.inf) if comparison in (">", ">=") else (-math.inf, t)
+    else:
+        return model.kind, None, ""
+    if math.isnan(effect):
+        return model.kind, None, ""
+    if model.support_power(effect, low, high, confidence) >= SUPPORT_POWER:
+        return model.kind, True, ""
+    return model.kind, False, model.to_decide(low, high, confidence, effect)
 
 
 def _checked_call(
@@ -362,6 +447,12 @@ def describe(check: Check) -> str:
         extra.append(f"against {check.effect}")
     if check.margin_source:
         extra.append(f"margin {check.margin_source}")
+    if check.uncertainty:
+        extra.append(f"uncertainty: {check.uncertainty}")
+    if check.stand_in:
+        extra.append(f"on a stand-in, so never a refutation: {check.stand_in}")
+    if check.supportable is False:
+        extra.append(f"could not be supported at this size: would need {check.to_decide}")
     tail = f"; {', '.join(extra)}" if extra else ""
     rule = " at printed precision" if isinstance(check.threshold, str) else ""
     return f"{check.name}: {value} {check.comparison} {threshold}{rule} ({check.kind} {verb}{tail})"
@@ -388,6 +479,11 @@ def verdict_of(checks: list[Check]) -> tuple[Verdict, str]:
     if failed:
         return "refuted", "; ".join(describe(c) for c in failed)
     if uncertain:
+        unreachable = [c for c in uncertain if c.supportable is False]
+        if unreachable:
+            return "undecidable", "no evidence of this size could support it: " + "; ".join(
+                describe(c) for c in unreachable
+            )
         return "inconclusive", "; ".join(describe(c) for c in uncertain)
     return "supported", ""
 

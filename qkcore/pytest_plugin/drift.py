@@ -112,23 +112,33 @@ class SeedCounts:
     refuted: int = 0
     inconclusive: int = 0
     not_applicable: int = 0
+    undecidable: int = 0
 
     def __post_init__(self) -> None:
-        if min(self.supported, self.refuted, self.inconclusive, self.not_applicable) < 0:
+        counts = (self.supported, self.refuted, self.inconclusive, self.not_applicable)
+        if min(*counts, self.undecidable) < 0:
             raise QKError(f"seed counts cannot be negative: {self}")
 
     @property
     def n(self) -> int:
         """Seeds with evidence (every decided verdict; skipped seeds are not counted)."""
-        return self.supported + self.refuted + self.inconclusive + self.not_applicable
+        return (
+            self.supported
+            + self.refuted
+            + self.inconclusive
+            + self.not_applicable
+            + self.undecidable
+        )
 
     def as_dict(self) -> dict[str, int]:
-        return {
+        counts = {
             "supported": self.supported,
             "refuted": self.refuted,
             "inconclusive": self.inconclusive,
             "not-applicable": self.not_applicable,
         }
+        # written only when there is one: baselines from before the verdict stay byte-equal
+        return counts | ({"undecidable": self.undecidable} if self.undecidable else {})
 
     @classmethod
     def from_dict(cls, data: dict[str, int]) -> SeedCounts:
@@ -138,6 +148,7 @@ class SeedCounts:
             refuted=int(data.get("refuted", 0)),
             inconclusive=int(data.get("inconclusive", 0)),
             not_applicable=int(data.get("not-applicable", 0)),
+            undecidable=int(data.get("undecidable", 0)),
         )
 
     def __str__(self) -> str:

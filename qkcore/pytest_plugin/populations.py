@@ -75,7 +75,9 @@ def population_verdict(seeds: dict[str, str]) -> tuple[Verdict, str]:
     if counts["error"]:
         broken = sorted(s for s, v in seeds.items() if v == "error")
         return "error", f"seed rows ended in error: {', '.join(broken)}"
-    applicable = counts["supported"] + counts["refuted"] + counts["inconclusive"]
+    applicable = (
+        counts["supported"] + counts["refuted"] + counts["inconclusive"] + counts["undecidable"]
+    )
     told = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()) if v != "skipped")
     if applicable + counts["not-applicable"] == 0:
         return "skipped", "no seed had this evidence"
@@ -95,8 +97,12 @@ def population_verdict(seeds: dict[str, str]) -> tuple[Verdict, str]:
             return verdict, (
                 f"{counts[verdict]} of {applicable} applicable seeds {verb} ({chance}; {told})"
             )
+    if counts["undecidable"] == applicable:
+        return "undecidable", f"no applicable seed could support it ({told})"
     if counts["inconclusive"] == applicable:
         return "inconclusive", f"every applicable seed is inconclusive ({told})"
+    if counts["inconclusive"] + counts["undecidable"] == applicable:
+        return "inconclusive", f"every applicable seed is inconclusive or undecidable ({told})"
     return "inconclusive", f"the seeds disagree ({chance}; {told})"
 
 
@@ -150,6 +156,7 @@ def add_populations(results: dict[str, ClaimResult]) -> dict[str, ClaimResult]:
             ],
             notes=["Judged as a population of seeds (qkcore.pytest_plugin.populations)."],
             docstring=first.docstring,
-            seeds={v: told[v] for v in DECIDED},
+            # undecidable only when a seed was: older baselines compare key for key
+            seeds={v: told[v] for v in DECIDED if v != "undecidable" or told[v]},
         )
     return populations

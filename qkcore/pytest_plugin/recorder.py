@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qkcore.pytest_plugin.checks import Check, judge
+from qkcore.stats.uncertainty import Uncertainty
 
 __all__ = ["ClaimRecorder", "Measurement", "is_sequence", "jsonable", "plain"]
 
@@ -79,6 +80,10 @@ class ClaimRecorder:
         margin_source: str = "",
         readings: dict[str, Any] | None = None,
         refute_interval: tuple[float, float] | None = None,
+        uncertainty: Uncertainty | None = None,
+        claimed: float | None = None,
+        confidence: float = 0.90,
+        stand_in: str = "",
     ) -> bool:
         """Judge ``value <comparison> threshold`` as a check of ``kind`` and record it; returns
         whether it passed. Never raises on a failed check: the verdict comes from all checks."""
@@ -99,6 +104,10 @@ class ClaimRecorder:
             margin_source=margin_source,
             readings=readings,
             refute_interval=plain(refute_interval),
+            uncertainty=uncertainty,
+            claimed=plain(claimed),
+            confidence=confidence,
+            stand_in=stand_in,
         )
         # stored as JSON travels: NaN and infinities as text
         result.value, result.threshold = jsonable(result.value), jsonable(result.threshold)

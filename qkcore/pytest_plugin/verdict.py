@@ -1,7 +1,8 @@
 """A row's verdict: the one type, and every order and name the plugin shows it by.
 
-Decided verdicts say something about the claim; the other two say the evidence was absent
-(``skipped``) or the test broke (``error``)::
+Decided verdicts say something about the claim (``undecidable``: that no evidence of this
+size could support it - inconclusive by construction, not by its values); the other two say
+the evidence was absent (``skipped``) or the test broke (``error``)::
 
     at_least_as_bad("refuted", "supported")  # True: a later phase can only make a row worse
     SHORT["not-applicable"]                  # 'n/a', in the findings tables
@@ -17,15 +18,18 @@ from typing import Literal, get_args
 __all__ = ["DECIDED", "REPORT_ORDER", "SHORT", "TERMINAL", "VERDICTS", "Verdict", "at_least_as_bad"]
 
 #: A row's verdict: decided (the first four), or no verdict (skipped, error).
-Verdict = Literal["supported", "refuted", "inconclusive", "not-applicable", "skipped", "error"]
+Verdict = Literal[
+    "supported", "refuted", "inconclusive", "undecidable", "not-applicable", "skipped", "error"
+]
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 #: Verdicts that say something about the claim (the others say the evidence was absent or broke).
-DECIDED: tuple[Verdict, ...] = VERDICTS[:4]
+DECIDED: tuple[Verdict, ...] = VERDICTS[:5]
 #: The reports' order: what needs a reader first (refuted, broken, undecided) before the rest.
 REPORT_ORDER: tuple[Verdict, ...] = (
     "refuted",
     "error",
     "inconclusive",
+    "undecidable",
     "not-applicable",
     "supported",
     "skipped",
@@ -39,6 +43,7 @@ TERMINAL: dict[Verdict, tuple[str, str, dict[str, bool]]] = {
     "supported": (".", "SUPPORTED", {"green": True}),
     "refuted": ("R", "REFUTED", {"red": True}),
     "inconclusive": ("?", "INCONCLUSIVE", {"yellow": True}),
+    "undecidable": ("u", "UNDECIDABLE", {"yellow": True}),
     "not-applicable": ("n", "NOT-APPLICABLE", {"yellow": True}),
 }
 # How bad a verdict is, for folding a test's phases: error beats refuted beats supported.
@@ -47,9 +52,10 @@ _RANK: dict[Verdict | None, int] = {
     "skipped": 1,
     "supported": 2,
     "not-applicable": 3,
-    "inconclusive": 4,
-    "refuted": 5,
-    "error": 6,
+    "undecidable": 4,
+    "inconclusive": 5,
+    "refuted": 6,
+    "error": 7,
 }
 
 

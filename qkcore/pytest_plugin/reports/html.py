@@ -14,6 +14,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any
 
+from qkcore.pytest_plugin.checks import Check
 from qkcore.pytest_plugin.kinds import builtin_registry
 from qkcore.pytest_plugin.reports.figures import collect_figures, figure_png
 from qkcore.pytest_plugin.reports.findings import (
@@ -36,6 +37,7 @@ table{border-collapse:collapse;width:100%;font-size:.9em;margin-bottom:1em}
 td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}
 th{background:#f3f3f3}.supported{background:#e6f4e6}.refuted{background:#fbe3e3}
 .error{background:#fde9c8}.inconclusive{background:#fdf6d8}.not-applicable{background:#eef}
+.undecidable{background:#eee6f6}
 .skipped{color:#777}.claimhead{margin-top:1.6em}
 .fig{display:inline-block;margin:6px;border:1px solid #ddd}
 .fail{color:#a00}.uncertain{color:#a60}
@@ -80,6 +82,13 @@ def rerun_command(r: ClaimResult) -> str:
 _OUTCOME_ORDER = {"fail": 0, "uncertain": 1, "pass": 2}
 
 
+def _unreachable(c: Check) -> str:
+    """What would decide a statement no evidence of this size could support."""
+    if c.supportable is not False:
+        return ""
+    return f"<br><small>undecidable here: would need {html.escape(c.to_decide)}</small>"
+
+
 def _checks_table(r: ClaimResult) -> str:
     """A row's checks as a small table, failing first, then its measurements."""
     esc = html.escape
@@ -88,7 +97,7 @@ def _checks_table(r: ClaimResult) -> str:
     cells = [
         f"<tr class='{c.outcome}'><td>{c.kind}</td><td>{esc(c.name)}</td>"
         f"<td>{esc(fmt(c.value))}</td><td>{esc(c.comparison)}</td>"
-        f"<td>{esc(fmt(c.threshold))}</td><td>{c.outcome}</td>"
+        f"<td>{esc(fmt(c.threshold))}</td><td>{c.outcome}{_unreachable(c)}</td>"
         f"<td>{esc(fmt(c.margin))}</td></tr>"
         for c in sorted(r.checks, key=lambda c: _OUTCOME_ORDER[c.outcome])
     ]
