@@ -18,7 +18,8 @@ A mutation is one operation on one column of one kind of table::
     where = "prev > 0.5"              # rows changed (a pandas query), default every row
     expect = "the rho reaches 1: refuted"   # what it must do to the claim, in words
 
-Operations (``column`` always; a cell holding a JSON list is changed element-wise):
+Operations (``column`` always; a cell holding a JSON list is changed element-wise; ``top =
+"prev:5"`` selects the 5 rows with the largest ``prev``, alone or with ``where``):
 
 =================  ===========================================================================
 ``shuffle``        permute the column (seeded ``seed``, default 0); ``within``: inside groups
@@ -29,7 +30,22 @@ Operations (``column`` always; a cell holding a JSON list is changed element-wis
 ``set``            ``value``
 ``swap_extremes``  exchange the values at the column's largest and smallest row
 ``keep``           keep the first ``rows`` rows after a seeded shuffle (smaller n, same design)
+``cross``          a *lever*: ``via`` (``shift`` or ``scale``) of the column on the selected rows,
+                   by an amount the harness finds (:mod:`qkcore.pytest_plugin.harness`): the
+                   smallest that carries the statement ``check`` (a name glob) across its
+                   threshold - the sentence's own boundary, since the threshold is the
+                   catalogue's - and the largest that does not
 =================  ===========================================================================
+
+Generated for every released row, never declared: the negative controls (``CONTROLS``) - the
+rows of every table permuted, its columns permuted, the columns the claim does not read
+shuffled, every non-integer float scaled by 1 + 1e-9 - which must move no verdict.
+
+Every declared mutation has a class (:func:`mutation_class`): ``meaningful`` - a realistic
+change of the deciding evidence (a shuffle within a model's table, a subsample, a change of
+selected rows, a lever); ``blunt`` - a whole-column change (a model's ranks reversed, a whole
+column shifted or scaled by less than 10x); ``trivial`` - a column copied or set wholesale, or
+scaled by 10x or more.
 
 Example::
 
@@ -57,23 +73,52 @@ if TYPE_CHECKING:
 # mutations when the plugin reads it, and the plugin loads light.
 
 __all__ = [
+    "CLASSES",
+    "CONTROLS",
+    "HARNESS_OPS",
     "OPERATIONS",
     "TABLES",
     "MutatedPaperData",
     "Mutation",
     "MutationError",
     "apply_mutation",
+    "controls",
     "mutated_piece",
+    "mutation_class",
     "parse_mutation",
 ]
 
-OPERATIONS = ("shuffle", "copy", "negate", "scale", "shift", "set", "swap_extremes", "keep")
+OPERATIONS = (
+    "shuffle",
+    "copy",
+    "negate",
+    "scale",
+    "shift",
+    "set",
+    "swap_extremes",
+    "keep",
+    "cross",
+)
+#: the negative controls, generated for every released row (module docstring)
+CONTROLS = ("permute_rows", "permute_columns", "shuffle_unread", "rescale")
+#: operations the harness runs itself (a lever's search, the controls): the row's piece is the
+#: original, marked with the mutation's name
+HARNESS_OPS = ("cross", "controls")
 TABLES = ("head_full", "ckpt_analysis", "ckpt_summary", "kernel_curves", "run")
+CLASSES = ("meaningful", "blunt", "trivial")
 #: keys each operation needs besides name, op, column
-_NEEDS = {"copy": {"source"}, "scale": {"by"}, "shift": {"by"}, "set": {"value"}, "keep": {"rows"}}
+_NEEDS = {
+    "copy": {"source"},
+    "scale": {"by"},
+    "shift": {"by"},
+    "set": {"value"},
+    "keep": {"rows"},
+    "cross": {"check"},
+}
 _KEYS = {"name", "op", "column", "table", "match", "where", "expect", "seed", "within"}
-_KEYS |= {"source", "by", "value", "rows"}
+_KEYS |= {"source", "by", "value", "rows", "check", "via", "top"}
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
+_TOP = re.compile(r"^(?P<column>[^:]+):(?P<k>[1-9][0-9]*)$")
 
 
 class MutationError(QKError):
@@ -97,9 +142,21 @@ class Mutation:
     by: float = 0.0
     value: Any = None
     rows: int = 0
+    #: cross: the statement (a name glob) whose threshold the lever carries its value across
+    check: str = ""
+    #: cross: how the lever moves the column (shift or scale)
+    via: str = "shift"
+    #: rows selected as the k largest of a column, "column:k" (with ``where``: both hold)
+    top: str = ""
+    #: shuffle_unread: the columns the claim reads, left as they are
+    reads: tuple[str, ...] = ()
 
     def applies_to(self, table: str, key: str) -> bool:
-        return table == self.table and fnmatch.fnmatchcase(key, self.match)
+        return self.table in (table, "*") and fnmatch.fnmatchcase(key, self.match)
+
+    def at(self, amount: float) -> Mutation:
+        """A lever (``cross``) moved by ``amount``: the concrete mutation it stands for."""
+        return replace(self, op=self.via, by=float(amount), check="", expect="")
 
     def describe(self) -> str:
         """``shuffle prev (head_full of *)``: the operation in a few words."""
@@ -110,9 +167,47 @@ class Mutation:
             "set": f" := {self.value!r}",
             "keep": f" ({self.rows} rows)",
             "shuffle": f" within {self.within}" if self.within else "",
+            "cross": f" by {self.via} until '{self.check}' crosses its threshold",
+            "shuffle_unread": f" (all but {', '.join(self.reads)})" if self.reads else "",
+            "rescale": f" x (1 + {self.by:g})",
         }.get(self.op, "")
         where = f" where {self.where}" if self.where else ""
+        if self.top:
+            where += f" (the top {self.top.split(':')[1]} by {self.top.split(':')[0]})"
         return f"{self.op} {self.column}{arg}{where} ({self.table} of {self.match})"
+
+
+def mutation_class(mutation: Mutation) -> str:
+    """``meaningful``, ``blunt`` or ``trivial`` (module docstring)."""
+    subset = bool(mutation.where or mutation.top)
+    op = mutation.op
+    if op in ("keep", "shuffle", "cross", "swap_extremes") or (subset and op != "scale"):
+        return "meaningful"
+    if op == "scale":
+        big = abs(mutation.by) >= 10 or (mutation.by != 0 and abs(mutation.by) <= 0.1)
+        if big or mutation.by == 0:
+            return "trivial"
+        return "meaningful" if subset else "blunt"
+    if op in ("negate", "shift"):
+        return "blunt"
+    return "trivial"  # copy, set: a column replaced wholesale
+
+
+def controls(reads: tuple[str, ...] | None, identity: bool, seed: int = 0) -> tuple[Mutation, ...]:
+    """The negative controls for one row (module docstring): ``reads`` - the columns the claim
+    declares it reads (None: it declares none, so no column can be called unread); ``identity``
+    - the claim asserts an exact identity, which a 1e-9 scaling may rightly break."""
+    out = [
+        Mutation("rows-permuted", "permute_rows", "*", table="*", seed=seed),
+        Mutation("columns-permuted", "permute_columns", "*", table="*", seed=seed),
+    ]
+    if reads is not None:
+        out.append(
+            Mutation("unread-shuffled", "shuffle_unread", "*", table="head_full", reads=reads)
+        )
+    if not identity:
+        out.append(Mutation("scaled-1e-9", "rescale", "*", table="*", by=1e-9))
+    return tuple(out)
 
 
 def parse_mutation(spec: Mapping[str, Any]) -> Mutation:
@@ -137,23 +232,79 @@ def parse_mutation(spec: Mapping[str, Any]) -> Mutation:
     table = spec.get("table", "head_full")
     if table not in TABLES:
         raise MutationError(f"{spec['name']}: table {table!r} is not one of {TABLES}")
-    if op == "keep" and not (isinstance(spec["rows"], int) and spec["rows"] > 0):
-        raise MutationError(f"{spec['name']}: keep needs rows, a positive integer")
-    if op in ("scale", "shift") and not isinstance(spec["by"], int | float):
-        raise MutationError(f"{spec['name']}: {op} needs by, a number")
+    _check_arguments(spec["name"], op, spec)
     return Mutation(**{**spec, "by": float(spec.get("by", 0.0))})
 
 
-def _selected(frame: pd.DataFrame, mutation: Mutation) -> pd.Index:
-    if not mutation.where:
-        return frame.index
-    try:
-        return frame.query(mutation.where).index
-    except Exception as exc:  # pandas raises many types for a bad expression
+def _check_arguments(name: str, op: str, spec: Mapping[str, Any]) -> None:
+    """The arguments an operation takes, each of its type (one message per mistake)."""
+    if op == "keep" and not (isinstance(spec["rows"], int) and spec["rows"] > 0):
+        raise MutationError(f"{name}: keep needs rows, a positive integer")
+    if op in ("scale", "shift") and not isinstance(spec["by"], int | float):
+        raise MutationError(f"{name}: {op} needs by, a number")
+    if op == "cross" and spec.get("via", "shift") not in ("shift", "scale"):
+        raise MutationError(f"{name}: a lever moves by 'shift' or 'scale', not {spec['via']!r}")
+    if op == "cross" and "by" in spec:
+        raise MutationError(f"{name}: a lever's amount is found, not given: drop 'by'")
+    if "top" in spec and not (isinstance(spec["top"], str) and _TOP.match(spec["top"])):
         raise MutationError(
-            f"{mutation.name}: where {mutation.where!r} cannot be evaluated on this table "
-            f"({type(exc).__name__}: {exc})"
-        ) from None
+            f"{name}: top is 'column:k' (the k rows with the largest column), not {spec['top']!r}"
+        )
+
+
+def _selected(frame: pd.DataFrame, mutation: Mutation) -> pd.Index:
+    rows = frame.index
+    if mutation.where:
+        try:
+            rows = frame.query(mutation.where).index
+        except Exception as exc:  # pandas raises many types for a bad expression
+            raise MutationError(
+                f"{mutation.name}: where {mutation.where!r} cannot be evaluated on this table "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+    if mutation.top:
+        match = _TOP.match(mutation.top)
+        assert match is not None  # parse_mutation checked it
+        column, k = match["column"], int(match["k"])
+        if column not in frame.columns:
+            raise MutationError(f"{mutation.name}: top names no column of this table: {column!r}")
+        # the same stable order as qkcore.stats.population.top_k_heads: ties keep table order
+        ranked = frame.loc[rows].iloc[_stable_descending(frame.loc[rows, column])]
+        rows = ranked.index[:k]
+    return rows
+
+
+def _stable_descending(values: pd.Series) -> Any:
+    """Positions of ``values`` from largest to smallest, ties in their table order."""
+    import numpy as np
+
+    return np.argsort(-values.astype(float).to_numpy(), kind="stable")
+
+
+def _control(frame: pd.DataFrame, mutation: Mutation) -> pd.DataFrame:
+    """A negative control (``CONTROLS``) applied to a copy of ``frame``."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(mutation.seed)
+    op = mutation.op
+    if op == "permute_rows":
+        return frame.iloc[rng.permutation(len(frame))]
+    if op == "permute_columns":
+        return frame[[frame.columns[i] for i in rng.permutation(len(frame.columns))]]
+    out = frame.copy()
+    if op == "shuffle_unread":
+        for column in out.columns:
+            if column not in mutation.reads:
+                out[column] = rng.permutation(out[column].to_numpy())
+        return out
+    for column in out.columns:  # rescale: non-integer floats only (indices stay indices)
+        values = out[column]
+        if pd.api.types.is_float_dtype(values):
+            finite = values[np.isfinite(values)]
+            if len(finite) and not np.all(finite == np.round(finite)):
+                out[column] = values * (1 + mutation.by)
+    return out
 
 
 def _elementwise(series: pd.Series, change: Any) -> pd.Series:
@@ -174,6 +325,8 @@ def apply_mutation(frame: pd.DataFrame, mutation: Mutation) -> pd.DataFrame:
     """A copy of ``frame`` with ``mutation`` applied (the input is never changed)."""
     import numpy as np
 
+    if mutation.op in CONTROLS:
+        return _control(frame, mutation)
     out = frame.copy()
     column = mutation.column
     if column not in out.columns:
@@ -244,17 +397,23 @@ class MutatedPaperData(PaperData):
         return self._mutated(super().run_table(run), "run", run.path.stem)
 
 
-def mutated_piece(piece: Any, mutation: Mutation) -> Any:
+def mutated_piece(piece: Any, *mutations: Mutation, name: str = "") -> Any:
     """A released piece (one model's tables, or the set of every model) on a copy of its tables
-    with ``mutation`` applied, its ref marked ``~name``; ``None`` for a piece the mutation does
-    not touch (another model's tables) or one that is not released data (toys, weights)."""
+    with ``mutations`` applied, its ref marked ``~name`` (default: the first mutation's);
+    ``None`` for a piece they do not touch (another model's tables) or one that is not released
+    data (toys, weights). A harness operation (a lever, the controls) marks the piece and leaves
+    its tables: the harness changes them itself, run by run."""
     from qkcore.evidence.pieces import PaperEvidence, PaperEvidenceSet
 
-    if not isinstance(piece, PaperEvidence | PaperEvidenceSet):
+    if not isinstance(piece, PaperEvidence | PaperEvidenceSet) or not mutations:
         return None
-    if isinstance(piece, PaperEvidence) and (
-        mutation.table == "run" or not fnmatch.fnmatchcase(piece.ref.model, mutation.match)
+    first = mutations[0]
+    if isinstance(piece, PaperEvidence) and not any(
+        m.table != "run" and fnmatch.fnmatchcase(piece.ref.model, m.match) for m in mutations
     ):
         return None
-    data = MutatedPaperData.of(piece.data, (*getattr(piece.data, "mutations", ()), mutation))
-    return replace(piece, ref=replace(piece.ref, mutation=mutation.name), data=data)
+    ref = replace(piece.ref, mutation=name or first.name)
+    if first.op in HARNESS_OPS:
+        return replace(piece, ref=ref)
+    data = MutatedPaperData.of(piece.data, (*getattr(piece.data, "mutations", ()), *mutations))
+    return replace(piece, ref=ref, data=data)

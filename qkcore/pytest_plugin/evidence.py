@@ -167,17 +167,20 @@ def generate_evidence(metafunc: pytest.Metafunc) -> None:
 
 
 def _with_mutations(metafunc: pytest.Metafunc, offers: list[Offer]) -> list[Offer]:
-    """Under ``--claims-mutations``: each released piece, then a mutated copy of it for every
-    mutation of the claim that touches its tables (:mod:`qkcore.evidence.mutations`)."""
+    """Under ``--claims-mutations``: each released piece, then a copy of it for every mutation
+    of the claim that touches its tables (:mod:`qkcore.evidence.mutations`; a lever's copy is
+    searched by the harness, :mod:`~qkcore.pytest_plugin.harness`), then its negative
+    controls."""
     if not metafunc.config.getoption("--claims-mutations", False):
         return offers
     marker = metafunc.definition.get_closest_marker("claim")
     entry = marker.kwargs.get("entry") if marker is not None else None
-    if entry is None or not entry.mutations:
+    if entry is None:
         return offers
-    from qkcore.evidence.mutations import mutated_piece, parse_mutation
+    from qkcore.evidence.mutations import Mutation, mutated_piece, parse_mutation
 
     mutations = [parse_mutation(spec) for spec in entry.mutations]
+    mutations.append(Mutation("controls", "controls", "*", table="*"))
     out: list[Offer] = []
     for offer in offers:
         out.append(offer)

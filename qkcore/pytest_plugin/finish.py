@@ -42,6 +42,8 @@ class Finished:
     stopped: str = ""
     #: the toy regimes judged, each with how it departs from the paper (``toy_regimes``)
     regimes: dict[str, str] = field(default_factory=dict)
+    #: a mutation run's problems (mutations.md), named in the terminal
+    mutation_problems: list[str] = field(default_factory=list)
 
 
 def stopped_early(session: pytest.Session, exitstatus: int) -> str:
@@ -75,10 +77,12 @@ def finish_session(session: pytest.Session, state: SessionState, exitstatus: int
     other = config.getoption("--claims-compare", None)
     if other:
         paths.append(write_comparison(Path(other), paths[0], report_dir / "comparison.md"))
+    problems: list[str] = []
     if config.getoption("--claims-mutations", False):
         summary = _mutation_summary(state, results)
         paths.append(write_mutations(summary, report_dir / "mutations.md"))
-        if summary.problems and session.exitstatus == 0:
+        problems = summary.problems
+        if problems and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     latest = publish_latest(report_dir, state) if state.full_selection and not stopped else None
     changes = None
@@ -86,7 +90,15 @@ def finish_session(session: pytest.Session, state: SessionState, exitstatus: int
         changes = write_baseline(state.baseline_path, state.baseline, judged_rows(state))
     elif fails_the_run(state, drift) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    return Finished(paths, latest, drift, changes, stopped=stopped, regimes=regimes)
+    return Finished(
+        paths,
+        latest,
+        drift,
+        changes,
+        stopped=stopped,
+        regimes=regimes,
+        mutation_problems=problems,
+    )
 
 
 def _mutation_summary(state: SessionState, results: list[ClaimResult]) -> MutationSummary:

@@ -38,6 +38,7 @@ from qkcore.pytest_plugin.evidence import (
     register_evidence,
 )
 from qkcore.pytest_plugin.finish import Finished, finish_session
+from qkcore.pytest_plugin.harness import harness_mutation, run_harness
 from qkcore.pytest_plugin.options import add_claims_options
 from qkcore.pytest_plugin.prepare import PreparePhase
 from qkcore.pytest_plugin.recorder import ClaimRecorder
@@ -162,6 +163,11 @@ def claim_fixture(request: pytest.FixtureRequest, claim_record: ClaimRecorder) -
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    if item.config.getoption("--claims-mutations", False):
+        operation = harness_mutation(item)
+        recorder = item.stash.get(_records_key, None)
+        if operation is not None and recorder is not None:
+            run_harness(item, operation, recorder)
     try:
         return (yield)
     except PremiseUnmet:  # the premise check is recorded: the row is not-applicable
@@ -199,4 +205,5 @@ def pytest_terminal_summary(
         done.drift,
         done.baseline_changes,
         done.stopped,
+        done.mutation_problems,
     )

@@ -45,6 +45,8 @@ class ClaimRecorder:
     checks: list[Check] = field(default_factory=list)
     figures: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: what the two-sided harness found on this row (:mod:`~qkcore.pytest_plugin.harness`)
+    probes: list[dict[str, Any]] = field(default_factory=list)
 
     def measure(
         self,

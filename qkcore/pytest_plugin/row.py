@@ -81,6 +81,8 @@ class ClaimResult:
     #: for a population row: how many seeds gave each decided verdict
     #: (``{"supported": k, "refuted": k, "inconclusive": k, "not-applicable": k}``)
     seeds: dict[str, int] | None = None
+    #: a mutation run's harness rows: what the boundary search or the controls found
+    probes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def is_detail(self) -> bool:
@@ -241,7 +243,7 @@ def merge_phase(results: dict[str, ClaimResult], phase: ClaimResult) -> None:
         results[phase.nodeid] = phase
         return
     result.duration_s += phase.duration_s
-    for name in ("checks", "measurements", "figures", "notes", "docstring"):
+    for name in ("checks", "measurements", "figures", "notes", "docstring", "probes"):
         if getattr(phase, name):
             setattr(result, name, getattr(phase, name))
     if at_least_as_bad(phase.verdict, result.verdict):

@@ -210,6 +210,7 @@ def record_phase(
         measurements=[asdict(m) for m in recorder.measurements] if recorder else [],
         figures=recorder.figures if recorder else [],
         notes=recorder.notes if recorder else [],
+        probes=recorder.probes if recorder else [],
         docstring=(function.__doc__ or "").strip() if function is not None else "",
     )
     report.user_properties.append((PROPERTY_KEY, json.dumps(result.to_json())))

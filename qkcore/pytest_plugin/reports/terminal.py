@@ -80,6 +80,7 @@ def write_summary(
     drift: Drift,
     changes: BaselineChanges | None,
     stopped: str = "",
+    mutation_problems: list[str] | None = None,
 ) -> None:
     """The whole claims section (what ``pytest_terminal_summary`` shows)."""
     tr = terminalreporter
@@ -97,6 +98,14 @@ def write_summary(
             tr.write_line(f"  ... and {len(new) - 20} more (listed in claims.md)")
     if changes is not None:
         _baseline_changes(tr, state, changes)
+    if mutation_problems:
+        shown = [p for p in paths if p.name == "mutations.md"]
+        where = f" (each in {shown[0]})" if shown else ""
+        tr.write_line(f"mutation harness: {len(mutation_problems)} problem(s){where}", red=True)
+        for problem in mutation_problems[:30]:
+            tr.write_line(f"  {problem[:240]}")
+        if len(mutation_problems) > 30:
+            tr.write_line(f"  ... and {len(mutation_problems) - 30} more in mutations.md")
     _where(tr, paths, latest, stopped)
 
 

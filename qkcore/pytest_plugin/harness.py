@@ -1,0 +1,358 @@
+"""The two-sided harness: a claim test run again, in its own process, on changed evidence.
+
+A mutation run (``--claims-mutations``) proves more than "every check can fail". Each released
+row of a claim gains, besides its declared mutations (:mod:`qkcore.evidence.mutations`), rows
+the harness drives itself, calling the claim test several times with a private ``claim`` each:
+
+- **boundary** (a lever, ``op = "cross"``): the lever moves its column on the selected rows
+  (``shift`` or ``scale``) by the amount the harness finds - outward from zero, doubling, then
+  bisecting - that first changes the outcome of the statement it names. That statement's
+  threshold is the catalogue's, the sentence's own boundary (its provenance is tested), so the
+  pair of amounts around the change is the smallest realistic change that carries the
+  deciding value across the boundary (``across``), and the largest that stays inside
+  (``inside``). Where the statement decides the row, the verdict must move at ``across`` and
+  must not at ``inside``;
+- **controls** (every row): the negative controls (:func:`~qkcore.evidence.mutations.controls`)
+  all at once, and each alone when that moved the verdict - none may.
+
+The row pytest records is the last run (the lever's ``across``, the combined controls); what
+the harness found travels with it as ``probes``, which ``mutations.md`` reads
+(:mod:`~qkcore.pytest_plugin.reports.mutations`). The *support* side needs no re-run: every
+statement on an interval answers it when it is judged (:mod:`qkcore.stats.uncertainty`).
+
+Example (what a lever's probe holds)::
+
+    {"kind": "boundary", "mutation": "top5-dhead", "check": "median D_head ...",
+     "threshold": 0.8, "original": {"verdict": "supported", "outcome": "pass", ...},
+     "inside": {"by": -0.0123, "verdict": "supported", ...},
+     "across": {"by": -0.0125, "verdict": "refuted", ...}, "deciding": true, "problem": ""}
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
+
+from qkcore.pytest_plugin.author import Claim, PremiseUnmet
+from qkcore.pytest_plugin.checks import Check, verdict_of
+from qkcore.pytest_plugin.recorder import ClaimRecorder
+
+__all__ = ["EVALUATIONS", "Run", "harness_mutation", "run_harness"]
+
+#: The most runs a lever's search may take: 2 to find the direction, up to 12 doublings, then
+#: bisection to 1/32 of the bracket.
+EVALUATIONS = 22
+_DOUBLINGS = 12
+_BISECTIONS = 5
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a claim test: its checks, its verdict, or why it broke."""
+
+    checks: tuple[Check, ...]
+    verdict: str
+    error: str = ""
+
+    def target(self, pattern: str) -> Check | None:
+        """The first statement whose name matches ``pattern`` (a glob)."""
+        return next(
+            (
+                c
+                for c in self.checks
+                if c.kind == "statement" and fnmatch.fnmatchcase(c.name, pattern)
+            ),
+            None,
+        )
+
+    def summary(self, pattern: str = "", by: float | None = None) -> dict[str, Any]:
+        check = self.target(pattern) if pattern else None
+        out: dict[str, Any] = {"verdict": self.verdict}
+        if by is not None:
+            out["by"] = by
+        if check is not None:
+            out |= {"outcome": check.outcome, "value": check.value}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def harness_mutation(item: pytest.Item) -> Any:
+    """The harness operation this row is (a lever or the controls), or None."""
+    from qkcore.evidence.mutations import HARNESS_OPS, parse_mutation
+
+    ref = _piece(item)[1]
+    name = getattr(getattr(ref, "ref", None), "mutation", "")
+    if not name:
+        return None
+    if name == "controls":
+        return "controls"
+    entry = _entry(item)
+    for spec in getattr(entry, "mutations", ()):
+        if spec.get("name") == name and spec.get("op") in HARNESS_OPS:
+            return parse_mutation(spec)
+    return None
+
+
+def _entry(item: pytest.Item) -> Any:
+    marker = item.get_closest_marker("claim")
+    return marker.kwargs.get("entry") if marker is not None else None
+
+
+def _piece(item: pytest.Item) -> tuple[str, Any]:
+    """``(argument name, piece)`` of the row's evidence."""
+    funcargs = getattr(item, "funcargs", {})
+    for name in ("evidence", "evidence_set"):
+        if name in funcargs:
+            return name, funcargs[name]
+    return "", None
+
+
+def _runner(item: pytest.Item) -> Callable[[Any], Run]:
+    """Run the claim test on another piece, with a private claim and recorder."""
+    entry = _entry(item)
+    argument, _ = _piece(item)
+    function = item.obj  # type: ignore[attr-defined]
+    names = list(inspect.signature(function).parameters)
+
+    def run(piece: Any) -> Run:
+        recorder = ClaimRecorder()
+        args = {**item.funcargs, argument: piece}  # type: ignore[attr-defined]
+        args["claim"] = Claim(entry, piece.ref, recorder)
+        args["claim_record"] = recorder
+        try:
+            function(**{name: args[name] for name in names})
+        except PremiseUnmet:
+            pass
+        except Exception as exc:  # the row's own run shows the traceback; here, one line
+            return Run((), "error", f"{type(exc).__name__}: {exc}"[:300])
+        if not recorder.checks:
+            return Run((), "error", "the test judged nothing")
+        return Run(tuple(recorder.checks), verdict_of(recorder.checks)[0])
+
+    return run
+
+
+def _base(piece: Any) -> Any:
+    """The piece as released: its mark removed (its tables are the released ones)."""
+    return replace(piece, ref=replace(piece.ref, mutation=""))
+
+
+def run_harness(item: pytest.Item, operation: Any, recorder: ClaimRecorder) -> None:
+    """Drive a harness row (module docstring): search or control, record the probe, and leave
+    the piece pytest's own run will use in ``item.funcargs``."""
+    from qkcore.evidence.mutations import mutated_piece
+
+    argument, piece = _piece(item)
+    run = _runner(item)
+    base = _base(piece)
+    original = run(base)
+    if operation == "controls":
+        probe, last = _controls(item, base, original, run)
+    else:
+        probe, last = _boundary(operation, base, original, run)
+    recorder.probes.append(probe)
+    if last is not None:
+        marked = mutated_piece(base, *last, name=piece.ref.mutation)
+        if marked is not None:
+            item.funcargs[argument] = marked  # type: ignore[attr-defined]
+
+
+def _controls(
+    item: pytest.Item, base: Any, original: Run, run: Callable[[Any], Run]
+) -> tuple[dict[str, Any], tuple[Any, ...] | None]:
+    """All the negative controls at once; each alone where that moved the verdict."""
+    from qkcore.evidence.mutations import controls, mutated_piece
+
+    entry = _entry(item)
+    marker = item.get_closest_marker("evidence")
+    declared = tuple(marker.kwargs.get("columns", ())) if marker is not None else ()
+    reads = tuple(getattr(entry, "reads", ()) or declared) or None
+    applied = controls(reads, getattr(entry, "nature", "finding") == "identity")
+    together = run(mutated_piece(base, *applied, name="controls"))
+    probe: dict[str, Any] = {
+        "kind": "controls",
+        "mutation": "controls",
+        "controls": [m.name for m in applied],
+        "reads": list(reads or ()),
+        "original": original.summary(),
+        "together": together.summary(),
+        "moved": [],
+        "problem": "",
+    }
+    if original.verdict == "error":
+        probe["problem"] = f"the row itself broke: {original.error}"
+        return probe, applied
+    if together.verdict != original.verdict:
+        for control in applied:
+            alone = run(mutated_piece(base, control, name="controls"))
+            if alone.verdict != original.verdict:
+                probe["moved"].append(
+                    {"control": control.name, "verdict": alone.verdict, "error": alone.error}
+                )
+        named = ", ".join(f"{m['control']} ({m['verdict']})" for m in probe["moved"])
+        probe["problem"] = (
+            f"a negative control moved the verdict {original.verdict} -> {together.verdict}"
+            + (f": {named}" if named else " (only together)")
+            + (f"; {together.error}" if together.error else "")
+        )
+    if reads is None:
+        probe["note"] = "declares no columns it reads: the unread-columns control is not run"
+    return probe, applied
+
+
+def _boundary(
+    lever: Any, base: Any, original: Run, run: Callable[[Any], Run]
+) -> tuple[dict[str, Any], tuple[Any, ...] | None]:
+    """The lever's search (module docstring)."""
+    from qkcore.evidence.mutations import mutated_piece
+
+    probe: dict[str, Any] = {
+        "kind": "boundary",
+        "mutation": lever.name,
+        "check": lever.check,
+        "lever": lever.describe(),
+        "original": original.summary(lever.check),
+        "problem": "",
+    }
+    target = original.target(lever.check)
+    if original.verdict == "error":
+        probe["problem"] = f"the row itself broke: {original.error}"
+        return probe, None
+    if target is None:
+        probe["problem"] = f"the lever names no statement of this row: {lever.check!r}"
+        return probe, None
+    probe |= {"threshold": target.threshold, "comparison": target.comparison}
+    evaluations = 1
+
+    def at(amount: float) -> Run:
+        nonlocal evaluations
+        evaluations += 1
+        return run(mutated_piece(base, lever.at(amount), name=lever.name))
+
+    found = _search(lever, target, at)
+    probe["evaluations"] = evaluations
+    if isinstance(found, str):
+        probe["problem"] = found
+        return probe, None
+    (inside_by, inside), (across_by, across) = found
+    probe["inside"] = inside.summary(lever.check, inside_by)
+    probe["across"] = across.summary(lever.check, across_by)
+    moved = across.target(lever.check)
+    probe["deciding"] = deciding = _decides(original, target, moved)
+    problems = []
+    if inside.verdict != original.verdict:
+        problems.append(
+            f"a change that stays inside its boundary moved the verdict {original.verdict} -> "
+            f"{inside.verdict}"
+        )
+    if deciding and across.verdict == original.verdict:
+        problems.append(
+            f"carrying '{target.name}' across its boundary ({target.comparison} "
+            f"{target.threshold}) left the verdict {original.verdict}"
+        )
+    if across.verdict == "error" or inside.verdict == "error":
+        problems.append(f"a run broke: {across.error or inside.error}")
+    probe["problem"] = "; ".join(problems)
+    return probe, (lever.at(across_by),)
+
+
+def _decides(original: Run, target: Check, moved: Check | None) -> bool:
+    """Whether the target's new outcome alone changes the row's verdict (other statements
+    may already decide it: then crossing this one cannot move it)."""
+    if moved is None:
+        return False
+    checks = [replace(c, outcome=moved.outcome) if c is target else c for c in original.checks]
+    return verdict_of(checks)[0] != original.verdict
+
+
+def _search(
+    lever: Any, target: Check, at: Callable[[float], Run]
+) -> tuple[tuple[float, Run], tuple[float, Run]] | str:
+    """``((inside amount, run), (across amount, run))`` around the first change of the target's
+    outcome, or why none was found."""
+    step = _first_step(lever, target)
+    outcome = target.outcome
+
+    def changed(result: Run) -> bool:
+        moved = result.target(lever.check)
+        return result.verdict == "error" or moved is None or moved.outcome != outcome
+
+    # direction: the side that changes the outcome, or moves the value toward the threshold
+    up, down = at(step), at(-step)
+    if changed(up) or changed(down):
+        sign = 1.0 if changed(up) else -1.0
+        return _bisect(lever, at, changed, (0.0, None), (sign * step, up if sign > 0 else down))
+    sign = 1.0 if _distance(up, lever, target) <= _distance(down, lever, target) else -1.0
+    low = sign * step
+    for _ in range(_DOUBLINGS):
+        high = low * 2
+        result = at(high)
+        if changed(result):
+            return _bisect(lever, at, changed, (low, None), (high, result))
+        low = high
+    return (
+        f"no {lever.via} of {lever.column} up to {abs(low):.3g} (2^{_DOUBLINGS} x the first step "
+        f"{step:.3g}) changes '{target.name}' from {outcome}: it cannot cross its boundary"
+    )
+
+
+def _bisect(
+    lever: Any,
+    at: Callable[[float], Run],
+    changed: Callable[[Run], bool],
+    inside: tuple[float, Run | None],
+    across: tuple[float, Run],
+) -> tuple[tuple[float, Run], tuple[float, Run]]:
+    low, low_run = inside
+    high, high_run = across
+    for _ in range(_BISECTIONS):
+        middle = (low + high) / 2
+        result = at(middle)
+        if changed(result):
+            high, high_run = middle, result
+        else:
+            low, low_run = middle, result
+    if low_run is None:
+        low_run = at(low)
+    return (low, low_run), (high, high_run)
+
+
+def _first_step(lever: Any, target: Check) -> float:
+    """The first amount tried: the target's distance to its threshold (a shift of the value's
+    own scale), or a tenth for a scale lever; at least 1e-6."""
+    if lever.via == "scale":
+        return 0.1
+    value = _number(target.value)
+    threshold = target.threshold
+    edges = threshold if isinstance(threshold, list | tuple) else [threshold]
+    distances = [abs(value - float(e)) for e in edges if _number(e) is not None]
+    distances = [d for d in distances if math.isfinite(d)] if value is not None else []
+    return max(min(distances), 1e-6) if distances else 0.1
+
+
+def _distance(result: Run, lever: Any, target: Check) -> float:
+    """How far the run's target value sits from the nearest edge of its threshold."""
+    moved = result.target(lever.check)
+    value = _number(moved.value) if moved is not None else None
+    if value is None:
+        return math.inf
+    edges = target.threshold if isinstance(target.threshold, list | tuple) else [target.threshold]
+    numbers = [float(e) for e in edges if _number(e) is not None]
+    return min((abs(value - e) for e in numbers), default=math.inf)
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool):
+        return float(x)
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
