@@ -30,8 +30,8 @@ Operations (``column`` always; a cell holding a JSON list is changed element-wis
 ``set``            ``value``
 ``swap_extremes``  exchange the values at the column's largest and smallest row
 ``keep``           keep the first ``rows`` rows after a seeded shuffle (smaller n, same design)
-``cross``          a *lever*: ``via`` (``shift`` or ``scale``) of the column on the selected rows,
-                   by an amount the harness finds (:mod:`qkcore.pytest_plugin.harness`): the
+``cross``          a *lever*: ``via`` (``shift`` by a, or ``scale`` by 1 + a) of the column on the
+                   selected rows, by an amount a the harness finds (:mod:`qkcore.pytest_plugin.harness`): the
                    smallest that carries the statement ``check`` (a name glob) across its
                    threshold - the sentence's own boundary, since the threshold is the
                    catalogue's - and the largest that does not
@@ -155,8 +155,10 @@ class Mutation:
         return self.table in (table, "*") and fnmatch.fnmatchcase(key, self.match)
 
     def at(self, amount: float) -> Mutation:
-        """A lever (``cross``) moved by ``amount``: the concrete mutation it stands for."""
-        return replace(self, op=self.via, by=float(amount), check="", expect="")
+        """A lever (``cross``) moved by ``amount``: the concrete mutation it stands for - a
+        shift by ``amount``, or a scale by ``1 + amount`` (0 leaves the table as released)."""
+        by = float(amount) if self.via == "shift" else 1.0 + float(amount)
+        return replace(self, op=self.via, by=by, check="", expect="")
 
     def describe(self) -> str:
         """``shuffle prev (head_full of *)``: the operation in a few words."""

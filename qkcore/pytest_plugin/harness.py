@@ -326,7 +326,7 @@ def _bisect(
 
 def _first_step(lever: Any, target: Check) -> float:
     """The first amount tried: the target's distance to its threshold (a shift of the value's
-    own scale), or a tenth for a scale lever; at least 1e-6."""
+    own scale), or a tenth (x 1.1 or x 0.9) for a scale lever; at least 1e-6."""
     if lever.via == "scale":
         return 0.1
     value = _number(target.value)
