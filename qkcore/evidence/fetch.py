@@ -35,7 +35,15 @@ from pathlib import Path
 from qkcore.diskcache import sha256_file
 from qkcore.errors import QKError
 
-__all__ = ["Manifest", "VerifyReport", "fetch", "load_manifest", "main", "verify_folder"]
+__all__ = [
+    "Manifest",
+    "VerifyReport",
+    "describe_release",
+    "fetch",
+    "load_manifest",
+    "main",
+    "verify_folder",
+]
 
 MANIFEST_PATH = Path(__file__).with_name("paper_manifest.json")
 ARCHIVE_URL = "https://codeload.github.com/{repository}/tar.gz/{commit}"
@@ -106,6 +114,36 @@ def verify_folder(folder: Path, manifest: Manifest | None = None) -> VerifyRepor
             report.mismatched.append(name)
     report.missing = [name for name in manifest.files if name not in present]
     return report
+
+
+def describe_release(folder: Path, manifest: Manifest | None = None) -> str:
+    """One line on a folder of the paper's tables: the pinned release, every file verified,
+    or which files differ from it, are unknown to it or are missing."""
+    manifest = manifest or load_manifest()
+    try:
+        report = verify_folder(folder, manifest)
+    except OSError as exc:
+        return f"the paper's tables at {folder} could not be verified ({exc})"
+    where = f"the paper's tables at {folder}"
+    if report.complete and not report.unknown:
+        return (
+            f"{where}: the pinned release (commit {manifest.commit[:7]}), all "
+            f"{len(report.verified)} files verified against its sha256 manifest"
+        )
+    parts = []
+    for label, names in (
+        ("differ from the release", report.mismatched),
+        ("are not in it", report.unknown),
+        ("are missing", report.missing),
+    ):
+        if names:
+            shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            parts.append(f"{len(names)} file(s) {label}: {shown}")
+    return (
+        f"{where} are NOT the pinned release (commit {manifest.commit[:7]}): "
+        + "; ".join(parts)
+        + f" ({len(report.verified)} verified). Their rows are judged on these files as found."
+    )
 
 
 def _results_folder(root: Path, manifest: Manifest) -> Path:

@@ -30,9 +30,10 @@ Operations (``column`` always; a cell holding a JSON list is changed element-wis
 ``set``            ``value``
 ``swap_extremes``  exchange the values at the column's largest and smallest row
 ``keep``           keep the first ``rows`` rows after a seeded shuffle (smaller n, same design)
-``cross``          a *lever*: ``via`` (``shift`` by a, or ``scale`` by 1 + a) of the column on the
-                   selected rows, by an amount a the harness finds (:mod:`qkcore.pytest_plugin.harness`): the
-                   smallest that carries the statement ``check`` (a name glob) across its
+``cross``          a *lever*: ``via`` (``shift`` by a, or ``scale`` by 1 + a) of the column on
+                   the selected rows, by an amount a the harness finds (its module
+                   :mod:`qkcore.pytest_plugin.harness`): the smallest that carries the
+                   statement ``check`` (a name glob) across its
                    threshold - the sentence's own boundary, since the threshold is the
                    catalogue's - and the largest that does not
 =================  ===========================================================================

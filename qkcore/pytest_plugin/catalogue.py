@@ -77,6 +77,7 @@ __all__ = [
     "check_catalogues",
     "readme_with_block",
     "readme_with_table",
+    "threshold_provenance",
 ]
 
 CATALOGUE_FILE = "catalogue.toml"
@@ -111,6 +112,8 @@ class Term:
     value: Any
     means: str
     source: str
+    #: the words of the source that name the value ("top-quintile"), where it prints none
+    words: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,9 @@ class ClaimEntry:
     mutations: tuple[Mapping[str, Any], ...] = ()
     #: per check name (or "*"), why the check cannot react to a mutation
     unmutated: Mapping[str, str] = field(default_factory=dict)
+    #: per threshold given as a table, where its number comes from: the source's ``words``
+    #: that name it, or ``ours`` and why (a threshold given as a number must be in the text)
+    provenance: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     vocabulary: Mapping[str, Term] = field(default_factory=dict, compare=False, repr=False)
     shared_printed: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -250,6 +256,9 @@ class Catalogue:
                     f"keep them in [{SHARED_PRINTED}] only (one text per printed number)"
                 )
             table = dict(table)
+            table["thresholds"], table["provenance"] = _thresholds(
+                f"{path}: [{claim_id}.thresholds]", table.get("thresholds", {})
+            )
             where = f"{path}: [{claim_id}.margins]"
             table["margins"] = _terms(where, table.get("margins", {}))
             table["mutations"] = _mutations(path, claim_id, table.get("mutations", []))
@@ -310,16 +319,52 @@ def _mutations(path: Path, claim_id: str, data: Any) -> tuple[Mapping[str, Any],
 def _terms(where: str, data: Mapping[str, Any]) -> dict[str, Term]:
     terms = {}
     for name, term in data.items():
-        if not isinstance(term, Mapping) or set(term) != {"value", "means", "source"}:
+        keys = set(term) if isinstance(term, Mapping) else set()
+        if not {"value", "means", "source"} <= keys <= {"value", "means", "source", "words"}:
             raise CheckError(
-                f"{where}.{name} must have exactly value, means and source "
-                "(the sentence that justifies the bar)"
+                f"{where}.{name} must have value, means and source (the sentence that justifies "
+                "the bar, or 'ours: why'), and may quote the source's words that name the value"
             )
         value = term["value"]
         terms[name] = Term(
-            name, tuple(value) if isinstance(value, list) else value, term["means"], term["source"]
+            name,
+            tuple(value) if isinstance(value, list) else value,
+            term["means"],
+            term["source"],
+            str(term.get("words", "")),
         )
     return terms
+
+
+_PROVENANCE = ("words", "ours")
+
+
+def _thresholds(
+    where: str, data: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
+    """A claim's thresholds as values, and where the table-form ones come from: ``{value,
+    words}`` (the source's words naming it) or ``{value, ours}`` (the suite's, and why)."""
+    values: dict[str, Any] = {}
+    provenance: dict[str, dict[str, str]] = {}
+    for name, raw in data.items():
+        if not isinstance(raw, Mapping):
+            values[name] = raw
+            continue
+        said = set(raw) & set(_PROVENANCE)
+        if "value" not in raw or len(said) != 1 or set(raw) - {"value", *_PROVENANCE}:
+            raise CheckError(
+                f"{where}.{name}: a threshold is a number, or a table with value and one of "
+                "words (the source's words that name it) or ours (why it is the suite's)"
+            )
+        values[name] = raw["value"]
+        (key,) = said
+        provenance[name] = {key: str(raw[key])}
+    return values, provenance
+
+
+def threshold_provenance(entry: ClaimEntry, name: str) -> tuple[Any, dict[str, str]]:
+    """``(value, {"words": ...} or {"ours": ...} or {})`` of one of a claim's thresholds."""
+    return entry.thresholds[name], dict(entry.provenance.get(name, {}))
 
 
 @cache

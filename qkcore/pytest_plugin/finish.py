@@ -70,6 +70,7 @@ def finish_session(session: pytest.Session, state: SessionState, exitstatus: int
     drift = compare_with_baseline(state, registry.tolerances())
     stopped = stopped_early(session, exitstatus)
     state_summary = drift.to_json() | {"baseline": state.baseline_label, "stopped": stopped}
+    state_summary["evidence_notes"] = evidence_notes(config, state.results.values())
     report_dir = run_report_dir(config, state)
     results = list(state.results.values())
     regimes = toy_regimes(config, results)
@@ -109,6 +110,26 @@ def _mutation_summary(state: SessionState, results: list[ClaimResult]) -> Mutati
             test_file = state.rootdir / result.nodeid.split("::")[0]
             entries[result.claim] = catalogue_for(test_file).entry(result.claim)
     return summarize_mutations(results, entries)
+
+
+def evidence_notes(config: pytest.Config, results: Iterable[ClaimResult]) -> list[str]:
+    """What the report's first lines say of the evidence: whether the paper's tables judged are
+    the pinned release (every file verified against its manifest) or which files differ - and
+    that a mutation run judges mutated copies of them."""
+    judged = [r for r in results if r.ref is not None and r.ref.kind == "paper"]
+    if not judged:
+        return []
+    from qkcore.evidence.fetch import describe_release
+    from qkcore.pytest_plugin.evidence import evidence_options
+
+    root = evidence_options(config).paper_data
+    notes = [describe_release(Path(root)) if root else "the paper's tables: no folder given"]
+    if config.getoption("--claims-mutations", False):
+        notes.append(
+            "a mutation run: besides each released row, rows judged on mutated copies of the "
+            "tables (their ids end in ~<mutation>), by design not the paper's data"
+        )
+    return notes
 
 
 def toy_regimes(config: pytest.Config, results: Iterable[ClaimResult]) -> dict[str, str]:

@@ -107,3 +107,20 @@ def test_a_symbolic_link_inside_the_destination_is_refused(tmp_path, link):
     with pytest.raises(QKError, match="is a symbolic link inside the destination"):
         fetch(dest, str(source), _manifest())
     assert not list(elsewhere.iterdir())  # nothing written through the link
+
+
+def test_the_report_line_says_whether_the_tables_are_the_pinned_release(tmp_path):
+    """A folder that is the release says so; a changed, an added and a missing file are each
+    named - modified tables are never judged silently."""
+    from qkcore.evidence.fetch import describe_release
+
+    pinned = describe_release(_release(tmp_path / "pinned"), _manifest())
+    assert "the pinned release (commit abc1234), all 2 files verified" in pinned
+    changed = _release(tmp_path / "changed", {**FILES, "gpt2_head_full.parquet": b"edited"})
+    (changed / "extra.parquet").write_bytes(b"new")
+    (changed / "trainB" / "ape_free_lam0.0_seed0.parquet").unlink()
+    line = describe_release(changed, _manifest())
+    assert "NOT the pinned release" in line
+    assert "differ from the release: gpt2_head_full.parquet" in line
+    assert "not in it: extra.parquet" in line
+    assert "missing: trainB/ape_free_lam0.0_seed0.parquet" in line

@@ -157,6 +157,14 @@ op = "negate"
 column = "prev"
 expect = "the top prev head becomes the bottom one: refuted"
 
+[[X1.mutations]]
+name = "top-lever"
+op = "cross"
+check = "D_head percentile*"
+column = "D_head"
+top = "prev:1"
+expect = "the top prev head's D_head raised until its percentile reaches the median: refuted"
+
 [X2]
 section = "6"
 statement = "a check that never looks at its evidence"
@@ -183,6 +191,17 @@ def test_dead(evidence, claim):
     claim.statement("one is one", 1, "==", 1)
 """
 
+# a claim whose test reads the table's first row: its verdict depends on row order
+ORDER_BOUND = """
+from qkcore.pytest_plugin import claim
+
+
+@claim("X1", evidence=("paper",), columns=("prev", "D_head"))
+def test_first_row(evidence, claim):
+    first = float(evidence.head_table()["prev"].iloc[0])
+    claim.statement("prev of the table's first row", first, ">", "side")
+"""
+
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -197,13 +216,48 @@ def test_the_mutation_run_names_live_and_dead_checks(pytester, released):
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x=CLAIMS)
     result, rows = run_suite(pytester, released, "--claims-mutations", report_dir="mut")
-    assert set(rows) == {"paper:gpt2", "paper:gpt2~prev-reversed"}
+    assert set(rows) == {
+        "paper:gpt2",
+        "paper:gpt2~prev-reversed",
+        "paper:gpt2~top-lever",
+        "paper:gpt2~controls",
+    }
     text = (pytester.path / "mut" / "mutations.md").read_text()
     # X1's statement flipped: supported on the tables, refuted on the copy
     assert r"test_live\[paper:gpt2\]: supported -> refuted" in text  # a markdown cell
     # X2's statement never looks at the evidence: a problem, and the run is red
     assert "X2: statement 'one is one' reacted to none of its mutations" in text
     assert "X2: mutation 'prev-reversed' moved no verdict" in text
+    assert "X2: no meaningful mutation" in text  # a whole-column negation is blunt
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        ["*mutation harness: * problem(s)*", "*X2: statement 'one is one'*"]
+    )
+
+
+def test_a_lever_finds_the_boundary_and_the_verdict_moves_there(pytester, released):
+    """The top prev head (D_head 0.1, percentile 1/4) against the median: its D_head raised by
+    just under 0.4 stays below the next head's 0.5 (supported), by just over it ties or passes
+    it (percentile >= 0.5: refuted)."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x=CLAIMS)
+    _, rows = run_suite(pytester, released, "--claims-mutations", report_dir="mut")
+    (probe,) = rows["paper:gpt2~top-lever"]["probes"]
+    assert probe["kind"] == "boundary" and probe["problem"] == "" and probe["deciding"]
+    assert probe["inside"]["verdict"] == "supported" and probe["across"]["verdict"] == "refuted"
+    assert 0.3 < probe["inside"]["by"] <= probe["across"]["by"] <= 0.41
+    assert rows["paper:gpt2~top-lever"]["verdict"] == "refuted"  # the row is the across run
+
+
+def test_a_negative_control_catches_a_verdict_that_hangs_on_row_order(pytester, released):
+    """prev of the first row (0.9) against 0.5: permuting the rows puts another head first."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x=ORDER_BOUND)
+    result, rows = run_suite(pytester, released, "--claims-mutations", report_dir="mut")
+    (probe,) = rows["paper:gpt2~controls"]["probes"]
+    assert [m["control"] for m in probe["moved"]] == ["rows-permuted"]
+    text = (pytester.path / "mut" / "mutations.md").read_text()
+    assert "a negative control moved the verdict supported -&gt; refuted: rows-permuted" in text
     assert result.ret == 1
 
 

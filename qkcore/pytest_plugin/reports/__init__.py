@@ -115,6 +115,7 @@ def write_reports(
         "baseline": baseline,
         "summary": summary(rows),
         "errata": found,
+        "evidence_notes": list(baseline.get("evidence_notes") or []),
         "toy_regimes": regimes,
         "results": [
             {

@@ -235,6 +235,10 @@ def _page_head(
             f"{len(results)} row(s) were judged before it ended.</p>"
         )
     parts += [
+        f"<p class='evidence-note'><b>Which evidence was judged:</b> {esc(line)}</p>"
+        for line in baseline.get("evidence_notes") or []
+    ]
+    parts += [
         f"<p><b>Toy regime</b> {esc(line)}. Toy verdicts are about toys trained so.</p>"
         for line in regimes.values()
     ]

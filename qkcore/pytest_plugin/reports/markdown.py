@@ -208,6 +208,8 @@ def _head(
             "were judged before it ended. Verdicts of the rows not run are not here.",
             "",
         ]
+    for line in baseline.get("evidence_notes") or []:
+        head += [f"**Which evidence was judged:** {cell(line)}", ""]
     for line in regimes.values():
         head += [f"**Toy regime** {cell(line)}. Toy verdicts are about toys trained so.", ""]
     moved = drift_markdown(baseline, baseline.get("baseline", "the baseline"))
