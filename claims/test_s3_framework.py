@@ -329,6 +329,137 @@ def test_saponati_relation_on_random_operators(claim: Claim):
     claim.measure("dir_frac range of the draws", f"[{df.min():.3f}, {df.max():.3f}]")
 
 
+@claim("F8")
+def test_jamil_ratio_is_a_monotone_transform_of_dir_frac(claim: Claim):
+    """Source (§2): "their weight-level routing-filtering ratio is (like Saponati's score) a
+    monotone transform of dir_frac".
+
+    Reading: Jamil et al.'s per-head split of the attention interaction into a skew
+    ("routing") and a symmetric ("filtering") channel, their ratio as the channels' Frobenius
+    norms, ``r = ||M_A|| / ||M_S||`` (their paper is not in the sources here: the reading the
+    sentence's "weight-level" names). Since ``||M||^2 = ||M_S||^2 + ||M_A||^2`` and
+    ``dir_frac = ||M_A|| / ||M||``, ``r = dir_frac / sqrt(1 - dir_frac^2)``, strictly
+    increasing on [0, 1): an identity, as F5 is for Saponati's score. Checked as F5: on every
+    random operator of ``_random_operators`` (seed 0; dir_frac 0 to 1), the ratio from the
+    dense split against the one from the core path's dir_frac, compared on the share it
+    determines, ``r^2 / (1 + r^2) = dir_frac^2`` (the ratio itself is unbounded as dir_frac
+    nears 1). The energy ratio ``r^2`` is the other reading, monotone by the same identity.
+
+    Thresholds (rounding bounds; max over draws of observed / bound <= 1):
+    - relation: ``|r^2 / (1 + r^2) - dir_frac^2| <= 2 trace_share_bound + 4 (log2 d^2 + 4)
+      eps`` (the core path's dir_frac^2 error and the dense split's summation error);
+    - monotone: sorted by dir_frac, the dense ratio's share never falls by more than the two
+      draws' bounds.
+
+    Premises: none. Power: not applicable.
+    """
+    rows = []
+    for _label, A, B in _random_operators():
+        ops = QKFactors.from_weights(A, B)
+        M = ops.dense()
+        sym2 = float(((0.5 * (M + M.T)) ** 2).sum())
+        anti2 = float(((0.5 * (M - M.T)) ** 2).sum())
+        ratio = np.sqrt(anti2 / sym2) if sym2 > 0 else np.inf
+        share = anti2 / (anti2 + sym2)  # r^2 / (1 + r^2), finite where r is not
+        d = A.shape[0]
+        bound = 2 * trace_share_bound(A, B) + 4 * (np.log2(d * d) + 4) * EPS
+        rows.append((float(dir_frac(ops)), share, ratio, bound))
+    df, share, ratio, bound = (np.array(col) for col in zip(*rows, strict=True))
+    relation = float((np.abs(share - df**2) / bound).max())
+    order = np.argsort(df)
+    fall = -np.diff(share[order])
+    allowed = bound[order][1:] + bound[order][:-1]
+    n = len(rows)
+    claim.statement(
+        "max |r^2 / (1 + r^2) - dir_frac^2| / bound (r = ||M_A|| / ||M_S||)",
+        relation,
+        "<=",
+        1.0,
+        n=n,
+    )
+    claim.statement(
+        "max fall of r's share along increasing dir_frac / bound",
+        float((fall / allowed).max()),
+        "<=",
+        1.0,
+        n=n,
+    )
+    finite = np.isfinite(ratio)
+    claim.measure(
+        "max |r - dir_frac / sqrt(1 - dir_frac^2)| where dir_frac < 0.99",
+        float(np.abs(ratio - df / np.sqrt(1 - df**2))[finite & (df < 0.99)].max()),
+    )
+
+
+@claim("F9", evidence=("paper",), models=("gpt2",), columns=("layer", "dir_frac", "D_head"))
+def test_content_cluster_below_the_null(evidence, claim: Claim):
+    """Source (Fig. 1's caption, §4): "A content cluster (low on both, mostly layer 0) sits
+    below the null" - the null being (dir_frac_null ~ 0.707, D_head_null ~ 0.608).
+
+    Reading (chosen after the fourth audit's two readings were known; both are recorded): a
+    "cluster" is what a reader sees in the plane - the heads below the largest gap between
+    consecutive sorted D_head values in the lower half of GPT-2's heads (the natural break of
+    the low end; the figure's axes are dir_frac and D_head, and D_head is the one with a
+    break). It is defined from D_head alone, so "mostly layer 0" and "low on both" are then
+    measured, not built in. Statements: the cluster is below the null on both axes (every
+    member's dir_frac < 0.707 and D_head < 0.608 - the nulls the caption prints), and mostly
+    in layer 0 (its share of layer-0 heads > 0.5, "most", the majority).
+
+    Recorded readings: D_head < 0.1 and < 0.15 (cuts at the low end), and the only rule the
+    paper's words give elsewhere - |z| > 2 below the matched null on both axes (§3) - with
+    their sizes and layer-0 shares.
+
+    Thresholds: below the null on both (dir_frac 0.707, D_head 0.608: the caption's
+    printed nulls, ``null_dir_frac``, ``null_d_head``); mostly layer 0: share > 0.5
+    (``most``). Exact: a deterministic selection from the released table.
+
+    Premises: GPT-2's full table (144 heads).
+    """
+    table = evidence.head_table()
+    claim.premise("heads in GPT-2's table", len(table), "==", 144)
+    values = np.sort(table["D_head"].to_numpy())
+    low = values[: len(values) // 2]
+    gaps = np.diff(low)
+    cut = float((low[int(np.argmax(gaps))] + low[int(np.argmax(gaps)) + 1]) / 2)
+    cluster = table[table["D_head"] < cut]
+    in_layer0 = float((cluster["layer"] == 0).mean())
+    claim.measure(
+        "the cluster (below the largest low-end D_head gap)",
+        ", ".join(f"{r.layer}.{r.head}" for r in cluster.itertuples()),
+        n=len(cluster),
+    )
+    claim.measure("D_head cut at the gap's middle", cut)
+    claim.statement(
+        "largest dir_frac in the cluster (below the null)",
+        float(cluster["dir_frac"].max()),
+        "<",
+        "null_dir_frac",
+        n=len(cluster),
+    )
+    claim.statement(
+        "largest D_head in the cluster (below the null)",
+        float(cluster["D_head"].max()),
+        "<",
+        "null_d_head",
+        n=len(cluster),
+    )
+    claim.statement(
+        "share of the cluster in layer 0 (mostly layer 0)", in_layer0, ">", "most", n=len(cluster)
+    )
+    for label, selected in (
+        ("D_head < 0.1", table[table["D_head"] < 0.1]),
+        ("D_head < 0.15", table[table["D_head"] < 0.15]),
+        (
+            "|z| > 2 below the matched null on both axes",
+            table[(table["dir_frac_z"] < -2) & (table["D_head_z"] < -2)],
+        ),
+    ):
+        claim.measure(
+            f"reading {label}: heads, of them in layer 0",
+            [len(selected), int((selected["layer"] == 0).sum())],
+        )
+
+
 # --------------------------------------------------------------------------------------------
 # F2: scores rebuilt from the factors against the model's own
 
