@@ -27,6 +27,7 @@ from qkcore.evidence.pieces import PaperEvidence, PaperEvidenceSet
 from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.equivalence import spearman_interval
 from qkcore.stats.population import head_name, top_k_heads
+from qkcore.stats.uncertainty import Exact
 
 #: The paper's three RoPE models, in its order (§8 prints a row for each).
 RUNS = tuple(S8B)
@@ -286,7 +287,7 @@ def test_other_strong_prev_heads_do_not_move(evidence: PaperEvidence, claim: Cla
     claim.absence(
         "dInd_rope of the other prev > 0.5 head farthest from 0 (≈0; released point value)",
         farthest,
-        (farthest, farthest),
+        Exact("exact (a released point value)"),
         "approx_zero",
         n=len(strong),
     )

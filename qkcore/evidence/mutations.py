@@ -39,8 +39,11 @@ Operations (``column`` always; a cell holding a JSON list is changed element-wis
 =================  ===========================================================================
 
 Generated for every released row, never declared: the negative controls (``CONTROLS``) - the
-rows of every table permuted, its columns permuted, the columns the claim does not read
-shuffled, every non-integer float scaled by 1 + 1e-9 - which must move no verdict.
+rows of every table permuted as the file holds them (the loader then orders a head table by
+layer and head, a checkpoint series or run by step: that order a claim may rely on), its
+columns permuted, the columns of a head table the claim does not declare shuffled (its key,
+layer and head, names the rows and stays), every non-integer float scaled by 1 + 1e-9 - which
+must move no verdict.
 
 Every declared mutation has a class (:func:`mutation_class`): ``meaningful`` - a realistic
 change of the deciding evidence (a shuffle within a model's table, a subsample, a change of
@@ -65,7 +68,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from qkcore.errors import QKError
-from qkcore.evidence.paper_data import PaperData, TrainingRun
+from qkcore.evidence.paper_data import PaperData
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,6 +105,10 @@ OPERATIONS = (
 )
 #: the negative controls, generated for every released row (module docstring)
 CONTROLS = ("permute_rows", "permute_columns", "shuffle_unread", "rescale")
+#: the columns that name a head table's rows (never shuffled as "unread")
+_ROW_KEYS = ("layer", "head")
+#: controls that change the file's layout, applied before the loader orders the table
+_FILE_LAYOUT = ("permute_rows", "permute_columns")
 #: operations the harness runs itself (a lever's search, the controls): the row's piece is the
 #: original, marked with the mutation's name
 HARNESS_OPS = ("cross", "controls")
@@ -298,7 +305,8 @@ def _control(frame: pd.DataFrame, mutation: Mutation) -> pd.DataFrame:
     out = frame.copy()
     if op == "shuffle_unread":
         for column in out.columns:
-            if column not in mutation.reads:
+            # a head table's key (layer, head) names its rows: it is not data to shuffle
+            if column not in (*mutation.reads, *_ROW_KEYS):
                 out[column] = rng.permutation(out[column].to_numpy())
         return out
     for column in out.columns:  # rescale: non-integer floats only (indices stay indices)
@@ -381,23 +389,21 @@ class MutatedPaperData(PaperData):
     def of(cls, data: PaperData, mutations: tuple[Mutation, ...]) -> MutatedPaperData:
         return cls(data.root, tuple(mutations))
 
-    def _mutated(self, frame: pd.DataFrame, table: str, key: str) -> pd.DataFrame:
+    def _as_read(self, kind: str, key: str, frame: pd.DataFrame) -> pd.DataFrame:
+        # a change of the file's own layout (row and column order) happens before the loader
+        # puts the table in its kind's order: what a claim may rely on is that order
+        return self._mutated(frame, kind, key, file_layout=True)
+
+    def _as_loaded(self, kind: str, key: str, frame: pd.DataFrame) -> pd.DataFrame:
+        return self._mutated(frame, kind, key, file_layout=False)
+
+    def _mutated(
+        self, frame: pd.DataFrame, table: str, key: str, *, file_layout: bool
+    ) -> pd.DataFrame:
         for mutation in self.mutations:
-            if mutation.applies_to(table, key):
+            if mutation.applies_to(table, key) and (mutation.op in _FILE_LAYOUT) == file_layout:
                 frame = apply_mutation(frame, mutation)
         return frame
-
-    def head_table(self, model: str) -> pd.DataFrame:
-        return self._mutated(super().head_table(model), "head_full", model)
-
-    def checkpoint_table(self, model: str, kind: str = "ckpt_analysis") -> pd.DataFrame:
-        return self._mutated(super().checkpoint_table(model, kind), kind, model)
-
-    def kernel_curves(self, model: str) -> pd.DataFrame:
-        return self._mutated(super().kernel_curves(model), "kernel_curves", model)
-
-    def run_table(self, run: TrainingRun) -> pd.DataFrame:
-        return self._mutated(super().run_table(run), "run", run.path.stem)
 
 
 def mutated_piece(piece: Any, *mutations: Mutation, name: str = "") -> Any:

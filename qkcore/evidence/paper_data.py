@@ -54,6 +54,13 @@ _REQUIRED = {
     "kernel_curves": {"fig": "OUT", "head": "OUT", "offset": "i", "score": "f"},
     "run": {"step": "i", "ce_pred": "f", "prev_best": "f", "ind_best": "f"},
 }
+#: The order the loader puts each kind of table in (a claim may rely on it; file order is not)
+_ORDER: dict[str, tuple[str, ...]] = {
+    "head_full": ("layer", "head"),
+    "ckpt_summary": ("step",),
+    "ckpt_analysis": ("step",),
+    "run": ("step",),
+}
 _TABLE_RE = re.compile(
     r"^(?P<model>.+)_(?P<kind>head_full|ckpt_summary|ckpt_analysis|kernel_curves)\.parquet$"
 )
@@ -180,17 +187,34 @@ class PaperData:
         """Models with a checkpoint series (summary or analysis)."""
         return tuple(sorted(set(self._tables("ckpt_summary")) | set(self._tables("ckpt_analysis"))))
 
+    def _table(self, kind: str, key: str, path: Path) -> pd.DataFrame:
+        """A table as read (:meth:`_as_read`), put in its kind's order, then
+        :meth:`_as_loaded`: the two places a copy of the data may differ from the files."""
+        frame = self._as_read(kind, key, _read(path, kind))
+        order = _ORDER.get(kind)
+        if order:
+            frame = frame.sort_values(list(order), kind="stable").reset_index(drop=True)
+        return self._as_loaded(kind, key, frame)
+
+    def _as_read(self, kind: str, key: str, frame: pd.DataFrame) -> pd.DataFrame:
+        """The table as its file holds it (a subclass may change its rows' order)."""
+        return frame
+
+    def _as_loaded(self, kind: str, key: str, frame: pd.DataFrame) -> pd.DataFrame:
+        """The table as the claims read it (a subclass may mutate it)."""
+        return frame
+
     def head_table(self, model: str) -> pd.DataFrame:
         """The per-head table of ``model``, sorted by (layer, head)."""
-        path = self._path("head_full", model)
-        return _read(path, "head_full").sort_values(["layer", "head"]).reset_index(drop=True)
+        return self._table("head_full", model, self._path("head_full", model))
 
     def checkpoint_table(self, model: str, kind: str = "ckpt_analysis") -> pd.DataFrame:
         """A checkpoint series (``ckpt_analysis`` or ``ckpt_summary``) sorted by step."""
-        return _read(self._path(kind, model), kind).sort_values("step").reset_index(drop=True)
+        return self._table(kind, model, self._path(kind, model))
 
     def kernel_curves(self, model: str) -> pd.DataFrame:
-        return _read(self._path("kernel_curves", model), "kernel_curves")
+        """Relative-position kernels, in the file's row order (no order is defined for them)."""
+        return self._table("kernel_curves", model, self._path("kernel_curves", model))
 
     def scheme(self, model: str) -> str:
         """The model's scheme; from its name alone when its table cannot be read (the table's
@@ -263,7 +287,8 @@ class PaperData:
         return runs
 
     def run_table(self, run: TrainingRun) -> pd.DataFrame:
-        return _read(run.path, "run").sort_values("step").reset_index(drop=True)
+        """One §10 training run, sorted by step."""
+        return self._table("run", run.path.stem, run.path)
 
     def _path(self, kind: str, model: str) -> Path:
         tables = self._tables(kind)

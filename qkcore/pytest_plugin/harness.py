@@ -292,7 +292,9 @@ def _search(
     sign = 1.0 if _distance(up, lever, target) <= _distance(down, lever, target) else -1.0
     low = sign * step
     for _ in range(_DOUBLINGS):
-        high = low * 2
+        high = _doubled(lever, low)
+        if high == low:
+            break  # a shrink has reached zero: beyond it the values change sign
         result = at(high)
         if changed(result):
             return _bisect(lever, at, changed, (low, None), (high, result))
@@ -301,6 +303,14 @@ def _search(
         f"no {lever.via} of {lever.column} up to {abs(low):.3g} (2^{_DOUBLINGS} x the first step "
         f"{step:.3g}) changes '{target.name}' from {outcome}: it cannot cross its boundary"
     )
+
+
+def _doubled(lever: Any, amount: float) -> float:
+    """The next amount out: double it - but a scale lever shrinks at most to zero (x 0,
+    amount -1), where the doubling would otherwise jump past the values' vanishing."""
+    if lever.via == "scale" and amount < 0:
+        return max(2 * amount, -1.0)
+    return 2 * amount
 
 
 def _bisect(
@@ -326,15 +336,15 @@ def _bisect(
 
 def _first_step(lever: Any, target: Check) -> float:
     """The first amount tried: the target's distance to its threshold (a shift of the value's
-    own scale), or a tenth (x 1.1 or x 0.9) for a scale lever; at least 1e-6."""
+    own scale), or a tenth (x 1.1 or x 0.9) for a scale lever or a value on its threshold."""
     if lever.via == "scale":
         return 0.1
     value = _number(target.value)
     threshold = target.threshold
     edges = threshold if isinstance(threshold, list | tuple) else [threshold]
     distances = [abs(value - float(e)) for e in edges if _number(e) is not None]
-    distances = [d for d in distances if math.isfinite(d)] if value is not None else []
-    return max(min(distances), 1e-6) if distances else 0.1
+    distances = [d for d in distances if math.isfinite(d) and d > 0] if value is not None else []
+    return min(distances) if distances else 0.1
 
 
 def _distance(result: Run, lever: Any, target: Check) -> float:

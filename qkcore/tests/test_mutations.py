@@ -191,15 +191,15 @@ def test_dead(evidence, claim):
     claim.statement("one is one", 1, "==", 1)
 """
 
-# a claim whose test reads the table's first row: its verdict depends on row order
+# a claim whose test reads a column by its place: its verdict depends on the file's layout
 ORDER_BOUND = """
 from qkcore.pytest_plugin import claim
 
 
 @claim("X1", evidence=("paper",), columns=("prev", "D_head"))
-def test_first_row(evidence, claim):
-    first = float(evidence.head_table()["prev"].iloc[0])
-    claim.statement("prev of the table's first row", first, ">", "side")
+def test_fifth_column(evidence, claim):
+    first = float(evidence.head_table().iloc[0, 4])  # prev, in the file as released
+    claim.statement("first value of the table's fifth column", first, ">", "side")
 """
 
 
@@ -249,15 +249,17 @@ def test_a_lever_finds_the_boundary_and_the_verdict_moves_there(pytester, releas
     assert rows["paper:gpt2~top-lever"]["verdict"] == "refuted"  # the row is the across run
 
 
-def test_a_negative_control_catches_a_verdict_that_hangs_on_row_order(pytester, released):
-    """prev of the first row (0.9) against 0.5: permuting the rows puts another head first."""
+def test_a_negative_control_catches_a_verdict_that_hangs_on_the_files_layout(pytester, released):
+    """The fifth column is prev (0.9 in the first row, against 0.5); permuting the columns puts
+    another there. Permuting the rows moves nothing: the loader orders a head table by (layer,
+    head), an order a claim may rely on."""
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x=ORDER_BOUND)
     result, rows = run_suite(pytester, released, "--claims-mutations", report_dir="mut")
     (probe,) = rows["paper:gpt2~controls"]["probes"]
-    assert [m["control"] for m in probe["moved"]] == ["rows-permuted"]
+    assert [m["control"] for m in probe["moved"]] == ["columns-permuted"]
     text = (pytester.path / "mut" / "mutations.md").read_text()
-    assert "a negative control moved the verdict supported -&gt; refuted: rows-permuted" in text
+    assert "a negative control moved the verdict supported -&gt; refuted: columns-permuted" in text
     assert result.ret == 1
 
 

@@ -209,12 +209,20 @@ def _take_original(summary: ClaimMutations, row: ClaimResult) -> None:
 
 
 def _mixed_models(rows: Iterable[ClaimResult]) -> dict[str, dict[str, set[str]]]:
-    """Sentences whose claims judge their intervals on more than one uncertainty model."""
+    """Sentences whose claims judge their intervals on more than one uncertainty model. A
+    deterministic value (an ``exact`` model) has no sampling model to disagree with: only the
+    models of estimates are compared."""
     kinds: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for row in rows:
         for check in row.checks:
-            if check.kind == "statement" and check.uncertainty and row.sentence:
-                kinds[row.sentence][row.claim].add(check.uncertainty)
+            model = check.uncertainty
+            if (
+                check.kind == "statement"
+                and model
+                and not model.startswith("exact")
+                and row.sentence
+            ):
+                kinds[row.sentence][row.claim].add(model)
     return {
         sentence: {c: set(k) for c, k in by_claim.items()}
         for sentence, by_claim in kinds.items()
