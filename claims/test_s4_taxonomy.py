@@ -50,7 +50,13 @@ OTHER_QK = ("cond_eig", "spectral_radius")
 # the paper's |rho| <~ 0.1 for no association; "strong" (0.5), §8's head-class cut.
 
 
-@claim("S4a", evidence=("paper",), models=("gpt2",), columns=("prev", "dup", "ind", "copying"))
+@claim(
+    "S4a",
+    evidence=("paper",),
+    models=("gpt2",),
+    # every cell's q is BH over all twelve: each row reads every metric and behaviour
+    columns=("prev", "dup", "ind", "copying", "dir_frac", "content_pos_frac", "imag_mass"),
+)
 @pytest.mark.parametrize(("metric", "behaviour"), TABLE_1, ids=[f"{m}~{b}" for m, b in TABLE_1])
 def test_spectral_metrics_track_head_type(evidence, claim: Claim, metric, behaviour):
     """Source (§4 and Table 1): "On GPT-2 (n = 144, Spearman, BH-FDR q < 10^-3), directionality
@@ -118,6 +124,7 @@ def _spearman_interval95(rho: float, n: int) -> tuple[float, float]:
         "copying",
         "dir_frac_null_mean",
         "D_head_null_mean",
+        *(m for m in QK_METRICS if not m.endswith("_dev")),
         *OTHER_QK,
     ),
 )

@@ -19,7 +19,8 @@ A mutation is one operation on one column of one kind of table::
     expect = "the rho reaches 1: refuted"   # what it must do to the claim, in words
 
 Operations (``column`` always; a cell holding a JSON list is changed element-wise; ``top =
-"prev:5"`` selects the 5 rows with the largest ``prev``, alone or with ``where``):
+"prev:5"`` selects the 5 rows with the largest ``prev``, alone or with ``where``; a lever's
+``cells`` limits it to some cells of a parametrized test, by a glob on the parameter id):
 
 =================  ===========================================================================
 ``shuffle``        permute the column (seeded ``seed``, default 0); ``within``: inside groups
@@ -124,7 +125,7 @@ _NEEDS = {
     "cross": {"check"},
 }
 _KEYS = {"name", "op", "column", "table", "match", "where", "expect", "seed", "within"}
-_KEYS |= {"source", "by", "value", "rows", "check", "via", "top"}
+_KEYS |= {"source", "by", "value", "rows", "check", "via", "top", "cells"}
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 _TOP = re.compile(r"^(?P<column>[^:]+):(?P<k>[1-9][0-9]*)$")
 
@@ -158,6 +159,9 @@ class Mutation:
     top: str = ""
     #: shuffle_unread: the columns the claim reads, left as they are
     reads: tuple[str, ...] = ()
+    #: cross: the cells of a parametrized test the lever is for (a glob on the parameter id,
+    #: e.g. "*dir_frac~*"); the others are not probed
+    cells: str = ""
 
     def applies_to(self, table: str, key: str) -> bool:
         return self.table in (table, "*") and fnmatch.fnmatchcase(key, self.match)

@@ -150,8 +150,20 @@ def run_harness(item: pytest.Item, operation: Any, recorder: ClaimRecorder) -> N
     from qkcore.evidence.mutations import mutated_piece
 
     argument, piece = _piece(item)
-    run = _runner(item)
     base = _base(piece)
+    cell = getattr(getattr(item, "callspec", None), "id", "")
+    if (
+        operation != "controls"
+        and operation.cells
+        and not fnmatch.fnmatchcase(cell, operation.cells)
+    ):
+        # a lever of one cell of a parametrized test: the other cells' copies are the rows
+        # as released, and no probe
+        recorder.probes.append(
+            {"kind": "boundary", "mutation": operation.name, "skipped": f"not in {operation.cells}"}
+        )
+        return
+    run = _runner(item)
     original = run(base)
     if operation == "controls":
         probe, last = _controls(item, base, original, run)
@@ -289,19 +301,28 @@ def _search(
     if changed(up) or changed(down):
         sign = 1.0 if changed(up) else -1.0
         return _bisect(lever, at, changed, (0.0, None), (sign * step, up if sign > 0 else down))
-    sign = 1.0 if _distance(up, lever, target) <= _distance(down, lever, target) else -1.0
-    low = sign * step
-    for _ in range(_DOUBLINGS):
-        high = _doubled(lever, low)
-        if high == low:
-            break  # a shrink has reached zero: beyond it the values change sign
-        result = at(high)
-        if changed(result):
-            return _bisect(lever, at, changed, (low, None), (high, result))
-        low = high
+    near_up, near_down = _distance(up, lever, target), _distance(down, lever, target)
+    # the side that brings the value nearer its threshold; on a tie (no trial moved it, or a
+    # value sitting on its threshold) both, one after the other
+    signs = [1.0, -1.0] if near_up <= near_down else [-1.0, 1.0]
+    if near_up != near_down:
+        signs = signs[:1]
+    reached = 0.0
+    for sign in signs:
+        low = sign * step
+        for _ in range(_DOUBLINGS):
+            high = _doubled(lever, low)
+            if high == low:
+                break  # a shrink has reached zero: beyond it the values change sign
+            result = at(high)
+            if changed(result):
+                return _bisect(lever, at, changed, (low, None), (high, result))
+            low = high
+        reached = max(reached, abs(low))
     return (
-        f"no {lever.via} of {lever.column} up to {abs(low):.3g} (2^{_DOUBLINGS} x the first step "
-        f"{step:.3g}) changes '{target.name}' from {outcome}: it cannot cross its boundary"
+        f"no {lever.via} of {lever.column} up to {reached:.3g} (2^{_DOUBLINGS} x the first step "
+        f"{step:.3g}, {' and '.join('up' if s > 0 else 'down' for s in signs)}) changes "
+        f"'{target.name}' from {outcome}: it cannot cross its boundary"
     )
 
 

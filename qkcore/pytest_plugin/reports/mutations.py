@@ -190,12 +190,15 @@ def summarize_mutations(
         if original is None:
             continue
         for variant in variants:
-            summary = claims[original.claim]
-            for probe in variant.probes:
-                summary.probes.append((nodeid, probe))
-            if variant.ref.mutation not in _HARNESS:  # type: ignore[union-attr]
-                _set_against(summary, original, variant)
+            _take_variant(claims[original.claim], original, variant)
     return MutationSummary(claims, _mixed_models(originals.values()))
+
+
+def _take_variant(summary: ClaimMutations, original: ClaimResult, variant: ClaimResult) -> None:
+    """A mutated row: its probes (a lever's or the controls'), and how it moved."""
+    summary.probes += [(original.nodeid, p) for p in variant.probes if not p.get("skipped")]
+    if variant.ref.mutation not in _HARNESS:  # type: ignore[union-attr]
+        _set_against(summary, original, variant)
 
 
 def _take_original(summary: ClaimMutations, row: ClaimResult) -> None:
