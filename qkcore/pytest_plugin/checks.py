@@ -409,7 +409,8 @@ def _with_interval(
         return _EQUIVALENCE_OUTCOME[decision]
     if comparison in ("<", "<=", ">", ">="):
         lo, hi = sorted(float(x) for x in interval)
-        if lo <= float(threshold) <= hi:
+        # a point interval (an exact value) is decided by its comparison, even on the threshold
+        if lo < hi and lo <= float(threshold) <= hi:
             return "uncertain"
     return outcome
 

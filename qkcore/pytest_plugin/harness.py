@@ -45,11 +45,12 @@ from qkcore.pytest_plugin.recorder import ClaimRecorder
 
 __all__ = ["EVALUATIONS", "Run", "harness_mutation", "run_harness"]
 
-#: The most runs a lever's search may take: 2 to find the direction, up to 12 doublings, then
-#: bisection to 1/32 of the bracket.
-EVALUATIONS = 22
+#: The most runs a lever's search may take: 2 to find the direction, up to 12 doublings each
+#: way, then bisection until the bracket is within 1/16 of the amount (at most 10 halvings).
+EVALUATIONS = 2 + 2 * 12 + 10
 _DOUBLINGS = 12
-_BISECTIONS = 5
+_BISECTIONS = 10
+_PRECISION = 16
 
 
 @dataclass(frozen=True)
@@ -344,6 +345,8 @@ def _bisect(
     low, low_run = inside
     high, high_run = across
     for _ in range(_BISECTIONS):
+        if abs(high - low) <= abs(high) / _PRECISION:
+            break
         middle = (low + high) / 2
         result = at(middle)
         if changed(result):

@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from qkcore.pytest_plugin.checks import judge, verdict_of
 from qkcore.stats.equivalence import equivalence, spearman_interval
 from qkcore.stats.uncertainty import SUPPORT_POWER, Exact, FisherZ, Normal
 
@@ -109,3 +110,75 @@ def test_gpt2s_144_heads_cannot_show_a_null_rho_but_llamas_1024_can():
     |rho| < 0.0085, which a true null gives 8% of the time; at n = 1024 nearly always."""
     assert FisherZ(144).support_power(0.0, -0.15, 0.15, LEVEL) < SUPPORT_POWER
     assert FisherZ(1024).support_power(0.0, -0.15, 0.15, LEVEL) > 0.99
+
+
+# ---- how a row's verdict reads the support probe (qkcore.pytest_plugin.checks) ----------
+
+
+def test_an_absence_no_evidence_of_its_size_could_support_is_undecidable():
+    """GPT-2's 144 heads against null_rho: a rho of 0.07 straddles (inconclusive as weighed),
+    but even a true null would straddle more often than not: undecidable, with the n."""
+    model = FisherZ(144)
+    check = judge(
+        "rho",
+        0.07,
+        "in",
+        (-0.15, 0.15),
+        kind="statement",
+        interval=model.interval(0.07, LEVEL),
+        uncertainty=model,
+        claimed=0.0,
+    )
+    assert check.outcome == "uncertain" and check.supportable is False
+    assert check.to_decide == "n >= 253 (has 144)"
+    verdict, reason = verdict_of([check])
+    assert verdict == "undecidable" and "n >= 253 (has 144)" in reason
+
+
+def test_an_absence_that_could_be_supported_stays_inconclusive():
+    """Llama's 1024 heads: a rho of 0.13 straddles 0.15, but a true null would fit."""
+    model = FisherZ(1024)
+    check = judge(
+        "rho",
+        0.13,
+        "in",
+        (-0.15, 0.15),
+        kind="statement",
+        interval=model.interval(0.13, LEVEL),
+        uncertainty=model,
+        claimed=0.0,
+    )
+    assert check.supportable is True and verdict_of([check])[0] == "inconclusive"
+
+
+def test_a_refutation_stands_whatever_support_would_have_needed():
+    model = FisherZ(144)
+    check = judge(
+        "rho",
+        0.6,
+        "in",
+        (-0.15, 0.15),
+        kind="statement",
+        interval=model.interval(0.6, LEVEL),
+        uncertainty=model,
+        claimed=0.0,
+    )
+    assert check.supportable is False and verdict_of([check])[0] == "refuted"
+
+
+def test_a_stand_in_supports_but_never_refutes():
+    """A z against a stand-in for the authors' null beyond its margin: inconclusive."""
+    args = {"kind": "statement", "interval": (-5.46, -5.06), "stand_in": "another null"}
+    beyond = judge("z", -5.26, "in", (-5.0, 5.0), **args)
+    assert beyond.outcome == "uncertain" and verdict_of([beyond])[0] == "inconclusive"
+    inside = judge("z", 1.5, "in", (-5.0, 5.0), **{**args, "interval": (1.3, 1.7)})
+    assert verdict_of([inside])[0] == "supported"
+
+
+def test_an_exact_value_on_its_threshold_is_decided_by_its_comparison():
+    """A median percentile of exactly 0.25 is in the bottom quartile (<= 0.25): a point
+    interval never makes a statement uncertain."""
+    on = judge("median", 0.25, "<=", 0.25, kind="statement", interval=(0.25, 0.25))
+    assert on.outcome == "pass"
+    strict = judge("median", 0.25, "<", 0.25, kind="statement", interval=(0.25, 0.25))
+    assert strict.outcome == "fail"
