@@ -46,11 +46,11 @@ from qkcore.pytest_plugin.recorder import ClaimRecorder
 __all__ = ["EVALUATIONS", "Run", "harness_mutation", "run_harness"]
 
 #: The most runs a lever's search may take: 2 to find the direction, up to 12 doublings each
-#: way, then bisection until the bracket is within 1/16 of the amount (at most 10 halvings).
+#: way, then bisection until the bracket is within 1/8 of the amount (at most 10 halvings).
 EVALUATIONS = 2 + 2 * 12 + 10
 _DOUBLINGS = 12
 _BISECTIONS = 10
-_PRECISION = 16
+_PRECISION = 8
 
 
 @dataclass(frozen=True)
@@ -260,7 +260,10 @@ def _boundary(
     moved = across.target(lever.check)
     probe["deciding"] = deciding = _decides(original, target, moved)
     problems = []
-    if inside.verdict != original.verdict:
+    first = _other_crossing(original, inside, lever.check)
+    if first:
+        probe["note"] = f"another statement crossed first, inside this one's boundary: {first}"
+    elif inside.verdict != original.verdict:
         problems.append(
             f"a change that stays inside its boundary moved the verdict {original.verdict} -> "
             f"{inside.verdict}"
@@ -274,6 +277,18 @@ def _boundary(
         problems.append(f"a run broke: {across.error or inside.error}")
     probe["problem"] = "; ".join(problems)
     return probe, (lever.at(across_by),)
+
+
+def _other_crossing(original: Run, changed: Run, pattern: str) -> str:
+    """The first statement other than the lever's whose outcome the change moved ("" if none):
+    two boundaries can lie on one path, and the nearer one moves the verdict first."""
+    target = original.target(pattern)
+    before = {(c.kind, c.name): c.outcome for c in original.checks if c is not target}
+    for check in changed.checks:
+        key = (check.kind, check.name)
+        if check.kind == "statement" and key in before and before[key] != check.outcome:
+            return f"'{check.name}' ({before[key]} -> {check.outcome})"
+    return ""
 
 
 def _decides(original: Run, target: Check, moved: Check | None) -> bool:

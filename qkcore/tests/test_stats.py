@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from qkcore import QKError
 from qkcore.stats.inference import (
+    average_ranks,
     benjamini_hochberg,
     exact_permutation_test,
     hodges_lehmann_shift,
@@ -374,3 +375,18 @@ def test_partial_rho_ci_is_the_table_sliced_per_replicate(layers, per_layer, see
             partial_rho_ci(table, "a", "b", ["c"], n_boot=60, seed=seed)
         return
     assert partial_rho_ci(table, "a", "b", ["c"], n_boot=60, seed=seed) == expected
+
+
+@given(
+    st.integers(1, 60),
+    st.integers(1, 4),
+    st.integers(1, 8),
+    st.integers(0, 2**32 - 1),
+)
+def test_average_ranks_are_scipys_rankdata_exactly(n, m, levels, seed):
+    """The bootstrap's ranking against scipy's: the same floats, ties (few levels, so many
+    ties) included - both compute a run s..e of ties as (s + e) / 2 + 1 from whole numbers."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, levels, size=(n, m)).astype(float) + rng.choice([0.0, 0.5], (n, m))
+    np.testing.assert_array_equal(average_ranks(values), scipy.stats.rankdata(values, axis=0))
+    np.testing.assert_array_equal(average_ranks(values[:, 0]), scipy.stats.rankdata(values[:, 0]))
