@@ -110,9 +110,9 @@ CONTROLS = ("permute_rows", "permute_columns", "shuffle_unread", "rescale")
 _ROW_KEYS = ("layer", "head")
 #: controls that change the file's layout, applied before the loader orders the table
 _FILE_LAYOUT = ("permute_rows", "permute_columns")
-#: operations the harness runs itself (a lever's search, the controls): the row's piece is the
-#: original, marked with the mutation's name
-HARNESS_OPS = ("cross", "controls")
+#: operations the harness runs itself (a lever's search): the row's piece is the original,
+#: marked with the mutation's name
+HARNESS_OPS = ("cross",)
 TABLES = ("head_full", "ckpt_analysis", "ckpt_summary", "kernel_curves", "run")
 CLASSES = ("meaningful", "blunt", "trivial")
 #: keys each operation needs besides name, op, column

@@ -177,20 +177,34 @@ def _with_mutations(metafunc: pytest.Metafunc, offers: list[Offer]) -> list[Offe
     entry = marker.kwargs.get("entry") if marker is not None else None
     if entry is None:
         return offers
-    from qkcore.evidence.mutations import Mutation, mutated_piece, parse_mutation
+    from qkcore.evidence.mutations import mutated_piece, parse_mutation
 
-    mutations = [parse_mutation(spec) for spec in entry.mutations]
-    mutations.append(Mutation("controls", "controls", "*", table="*"))
+    mutations = [(spec["name"], (parse_mutation(spec),)) for spec in entry.mutations]
+    mutations += _controls(metafunc, entry)
     out: list[Offer] = []
     for offer in offers:
         out.append(offer)
         if offer.skip or offer.piece is None:
             continue
-        for mutation in mutations:
-            piece = mutated_piece(offer.piece, mutation)
+        for name, applied in mutations:
+            piece = mutated_piece(offer.piece, *applied, name=name)
             if piece is not None:
                 out.append(replace(offer, ref=piece.ref, piece=piece))
     return out
+
+
+def _controls(metafunc: pytest.Metafunc, entry: Any) -> list[tuple[str, tuple[Any, ...]]]:
+    """The negative controls of a claim's rows (:func:`~qkcore.evidence.mutations.controls`):
+    one copy with all of them (``controls``), or one per control (``control.<name>``). The
+    columns a claim reads are those its evidence marker declares."""
+    from qkcore.evidence.mutations import controls
+
+    marker = metafunc.definition.get_closest_marker("evidence")
+    declared = tuple(marker.kwargs.get("columns", ())) if marker is not None else ()
+    applied = controls(declared or None, getattr(entry, "nature", "finding") == "identity")
+    if metafunc.config.getoption("--claims-controls", "together") == "each":
+        return [(f"control.{m.name}", (m,)) for m in applied]
+    return [("controls", applied)]
 
 
 def all_pieces(config: pytest.Config) -> dict[str, Any]:

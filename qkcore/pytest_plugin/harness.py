@@ -1,24 +1,21 @@
 """The two-sided harness: a claim test run again, in its own process, on changed evidence.
 
-A mutation run (``--claims-mutations``) proves more than "every check can fail". Each released
-row of a claim gains, besides its declared mutations (:mod:`qkcore.evidence.mutations`), rows
-the harness drives itself, calling the claim test several times with a private ``claim`` each:
+A mutation run (``--claims-mutations``) proves more than "every check can fail". A claim's
+**lever** (``op = "cross"``, :mod:`qkcore.evidence.mutations`) gains a row the harness drives
+itself, calling the claim test several times with a private ``claim`` each: the lever moves its
+column on the selected rows (``shift`` or ``scale``) by the amount the harness finds - outward
+from zero, doubling, then bisecting - that first changes the outcome of the statement it names.
+That statement's threshold is the catalogue's, the sentence's own boundary (its provenance is
+tested), so the pair of amounts around the change is the smallest realistic change that
+carries the deciding value across the boundary (``across``), and the largest that stays inside
+(``inside``). Where the statement decides the row, the verdict must move at ``across`` and must
+not at ``inside`` (unless another statement's nearer boundary moved it first: noted).
 
-- **boundary** (a lever, ``op = "cross"``): the lever moves its column on the selected rows
-  (``shift`` or ``scale``) by the amount the harness finds - outward from zero, doubling, then
-  bisecting - that first changes the outcome of the statement it names. That statement's
-  threshold is the catalogue's, the sentence's own boundary (its provenance is tested), so the
-  pair of amounts around the change is the smallest realistic change that carries the
-  deciding value across the boundary (``across``), and the largest that stays inside
-  (``inside``). Where the statement decides the row, the verdict must move at ``across`` and
-  must not at ``inside``;
-- **controls** (every row): the negative controls (:func:`~qkcore.evidence.mutations.controls`)
-  all at once, and each alone when that moved the verdict - none may.
-
-The row pytest records is the last run (the lever's ``across``, the combined controls); what
-the harness found travels with it as ``probes``, which ``mutations.md`` reads
-(:mod:`~qkcore.pytest_plugin.reports.mutations`). The *support* side needs no re-run: every
-statement on an interval answers it when it is judged (:mod:`qkcore.stats.uncertainty`).
+The row pytest records is the ``across`` run; what the harness found travels with it as
+``probes``, which ``mutations.md`` reads (:mod:`~qkcore.pytest_plugin.reports.mutations`). The
+negative controls need no driving (plain mutated copies, judged there against the released
+row); the *support* side needs no re-run: every statement on an interval answers it when it is
+judged (:mod:`qkcore.stats.uncertainty`).
 
 Example (what a lever's probe holds)::
 
@@ -85,15 +82,13 @@ class Run:
 
 
 def harness_mutation(item: pytest.Item) -> Any:
-    """The harness operation this row is (a lever or the controls), or None."""
+    """The lever this row is the search of, or None."""
     from qkcore.evidence.mutations import HARNESS_OPS, parse_mutation
 
     ref = _piece(item)[1]
     name = getattr(getattr(ref, "ref", None), "mutation", "")
     if not name:
         return None
-    if name == "controls":
-        return "controls"
     entry = _entry(item)
     for spec in getattr(entry, "mutations", ()):
         if spec.get("name") == name and spec.get("op") in HARNESS_OPS:
@@ -146,18 +141,14 @@ def _base(piece: Any) -> Any:
 
 
 def run_harness(item: pytest.Item, operation: Any, recorder: ClaimRecorder) -> None:
-    """Drive a harness row (module docstring): search or control, record the probe, and leave
-    the piece pytest's own run will use in ``item.funcargs``."""
+    """Drive a lever's row (module docstring): search, record the probe, and leave the piece
+    pytest's own run will use (the across amount) in ``item.funcargs``."""
     from qkcore.evidence.mutations import mutated_piece
 
     argument, piece = _piece(item)
     base = _base(piece)
     cell = getattr(getattr(item, "callspec", None), "id", "")
-    if (
-        operation != "controls"
-        and operation.cells
-        and not fnmatch.fnmatchcase(cell, operation.cells)
-    ):
+    if operation.cells and not fnmatch.fnmatchcase(cell, operation.cells):
         # a lever of one cell of a parametrized test: the other cells' copies are the rows
         # as released, and no probe
         recorder.probes.append(
@@ -165,59 +156,12 @@ def run_harness(item: pytest.Item, operation: Any, recorder: ClaimRecorder) -> N
         )
         return
     run = _runner(item)
-    original = run(base)
-    if operation == "controls":
-        probe, last = _controls(item, base, original, run)
-    else:
-        probe, last = _boundary(operation, base, original, run)
+    probe, last = _boundary(operation, base, run(base), run)
     recorder.probes.append(probe)
     if last is not None:
         marked = mutated_piece(base, *last, name=piece.ref.mutation)
         if marked is not None:
             item.funcargs[argument] = marked  # type: ignore[attr-defined]
-
-
-def _controls(
-    item: pytest.Item, base: Any, original: Run, run: Callable[[Any], Run]
-) -> tuple[dict[str, Any], tuple[Any, ...] | None]:
-    """All the negative controls at once; each alone where that moved the verdict."""
-    from qkcore.evidence.mutations import controls, mutated_piece
-
-    entry = _entry(item)
-    marker = item.get_closest_marker("evidence")
-    declared = tuple(marker.kwargs.get("columns", ())) if marker is not None else ()
-    reads = tuple(getattr(entry, "reads", ()) or declared) or None
-    applied = controls(reads, getattr(entry, "nature", "finding") == "identity")
-    together = run(mutated_piece(base, *applied, name="controls"))
-    probe: dict[str, Any] = {
-        "kind": "controls",
-        "mutation": "controls",
-        "controls": [m.name for m in applied],
-        "reads": list(reads or ()),
-        "original": original.summary(),
-        "together": together.summary(),
-        "moved": [],
-        "problem": "",
-    }
-    if original.verdict == "error":
-        probe["problem"] = f"the row itself broke: {original.error}"
-        return probe, applied
-    if together.verdict != original.verdict:
-        for control in applied:
-            alone = run(mutated_piece(base, control, name="controls"))
-            if alone.verdict != original.verdict:
-                probe["moved"].append(
-                    {"control": control.name, "verdict": alone.verdict, "error": alone.error}
-                )
-        named = ", ".join(f"{m['control']} ({m['verdict']})" for m in probe["moved"])
-        probe["problem"] = (
-            f"a negative control moved the verdict {original.verdict} -> {together.verdict}"
-            + (f": {named}" if named else " (only together)")
-            + (f"; {together.error}" if together.error else "")
-        )
-    if reads is None:
-        probe["note"] = "declares no columns it reads: the unread-columns control is not run"
-    return probe, applied
 
 
 def _boundary(

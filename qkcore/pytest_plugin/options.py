@@ -100,10 +100,18 @@ def add_claims_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--claims-mutations",
         action="store_true",
-        help="the mutation run: every paper row of a claim that declares mutations (catalogue) "
-        "also runs on a copy of the released tables with each one applied (id '~name'); "
-        "mutations.md beside the report says which checks reacted, and a statement or power "
-        "check that reacts to none (and is not exempt with a reason) fails the run",
+        help="the mutation run: every released row of a claim also runs on copies of the "
+        "tables - each declared mutation applied (id '~name'; a lever's amount searched), and "
+        "the negative controls - and mutations.md beside the report says which checks "
+        "reacted, where each verdict moved and what would decide the undecidable rows; a "
+        "problem (a check reacting to none, a lever or a control out of place) fails the run",
+    )
+    group.addoption(
+        "--claims-controls",
+        choices=("together", "each"),
+        default="together",
+        help="a mutation run's negative controls: together (default: one copy per row with all "
+        "of them) or each (one copy per control - to name the one that moved a verdict)",
     )
     group.addoption(
         "--claims-report-latest",

@@ -251,16 +251,23 @@ def test_a_lever_finds_the_boundary_and_the_verdict_moves_there(pytester, releas
 
 def test_a_negative_control_catches_a_verdict_that_hangs_on_the_files_layout(pytester, released):
     """The fifth column is prev (0.9 in the first row, against 0.5); permuting the columns puts
-    another there. Permuting the rows moves nothing: the loader orders a head table by (layer,
-    head), an order a claim may rely on."""
+    another there. Together the controls move the verdict; each alone names the one that did.
+    Permuting the rows moves nothing: the loader orders a head table by (layer, head), an
+    order a claim may rely on."""
     pytester.makefile(".toml", catalogue=CATALOGUE)
     pytester.makepyfile(test_x=ORDER_BOUND)
     result, rows = run_suite(pytester, released, "--claims-mutations", report_dir="mut")
-    (probe,) = rows["paper:gpt2~controls"]["probes"]
-    assert [m["control"] for m in probe["moved"]] == ["columns-permuted"]
+    assert rows["paper:gpt2~controls"]["verdict"] == "refuted"
     text = (pytester.path / "mut" / "mutations.md").read_text()
-    assert "a negative control moved the verdict supported -&gt; refuted: columns-permuted" in text
+    assert "a negative control (together) moved the verdict supported -&gt; refuted" in text
     assert result.ret == 1
+    result, rows = run_suite(
+        pytester, released, "--claims-mutations", "--claims-controls=each", report_dir="each"
+    )
+    moved = {e for e, r in rows.items() if "~control." in e and r["verdict"] != "supported"}
+    assert moved == {"paper:gpt2~control.columns-permuted"}
+    text = (pytester.path / "each" / "mutations.md").read_text()
+    assert "a negative control (columns-permuted) moved the verdict supported -&gt; refuted" in text
 
 
 def test_a_reason_in_the_catalogue_exempts_a_check(pytester, released):

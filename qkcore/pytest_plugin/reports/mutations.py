@@ -28,6 +28,7 @@ the terminal.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -41,7 +42,8 @@ from qkcore.pytest_plugin.row import ClaimResult
 __all__ = ["MutationSummary", "summarize_mutations", "write_mutations"]
 
 _JUDGING = ("statement", "power")
-_HARNESS = ("controls",)
+#: a negative control's row: "controls" (all at once) or "control.<name>" (one, on request)
+_CONTROL = re.compile(r"^control(s|\.[a-z0-9.-]+)$")
 
 
 @dataclass
@@ -195,10 +197,34 @@ def summarize_mutations(
 
 
 def _take_variant(summary: ClaimMutations, original: ClaimResult, variant: ClaimResult) -> None:
-    """A mutated row: its probes (a lever's or the controls'), and how it moved."""
+    """A mutated row: a negative control's verdict against the original's, a lever's probe,
+    or how a declared mutation moved it."""
+    name = variant.ref.mutation  # type: ignore[union-attr]
+    if _CONTROL.match(name):
+        summary.probes.append((original.nodeid, _control_probe(name, original, variant)))
+        return
     summary.probes += [(original.nodeid, p) for p in variant.probes if not p.get("skipped")]
-    if variant.ref.mutation not in _HARNESS:  # type: ignore[union-attr]
-        _set_against(summary, original, variant)
+    _set_against(summary, original, variant)
+
+
+def _control_probe(name: str, original: ClaimResult, variant: ClaimResult) -> dict[str, Any]:
+    """A negative control's row as a probe: a problem when its verdict is not the original's."""
+    before, after = str(original.verdict), str(variant.verdict)
+    problem = ""
+    if after != before:
+        which = name.removeprefix("control.") if name != "controls" else "together"
+        problem = f"a negative control ({which}) moved the verdict {before} -> {after}"
+        if name == "controls":
+            problem += " - run with --claims-controls=each to name the control"
+        if variant.verdict == "error":
+            problem += f": {variant.reason[:200]}"
+    return {
+        "kind": "controls",
+        "mutation": name,
+        "original": {"verdict": before},
+        "together": {"verdict": after},
+        "problem": problem,
+    }
 
 
 def _take_original(summary: ClaimMutations, row: ClaimResult) -> None:
