@@ -359,11 +359,11 @@ def test_jamil_ratio_is_a_monotone_transform_of_dir_frac(claim: Claim):
         M = ops.dense()
         sym2 = float(((0.5 * (M + M.T)) ** 2).sum())
         anti2 = float(((0.5 * (M - M.T)) ** 2).sum())
-        ratio = np.sqrt(anti2 / sym2) if sym2 > 0 else np.inf
-        share = anti2 / (anti2 + sym2)  # r^2 / (1 + r^2), finite where r is not
+        one_ratio = float(np.sqrt(anti2 / sym2)) if sym2 > 0 else np.inf
+        one_share = anti2 / (anti2 + sym2)  # r^2 / (1 + r^2), finite where r is not
         d = A.shape[0]
-        bound = 2 * trace_share_bound(A, B) + 4 * (np.log2(d * d) + 4) * EPS
-        rows.append((float(dir_frac(ops)), share, ratio, bound))
+        one_bound = 2 * trace_share_bound(A, B) + 4 * (np.log2(d * d) + 4) * EPS
+        rows.append((float(dir_frac(ops)), one_share, one_ratio, one_bound))
     df, share, ratio, bound = (np.array(col) for col in zip(*rows, strict=True))
     relation = float((np.abs(share - df**2) / bound).max())
     order = np.argsort(df)

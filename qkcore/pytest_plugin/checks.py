@@ -313,6 +313,7 @@ def _support_probe(
     if kind != "statement" or (interval is None and uncertainty is None):
         return "", None, ""
     model = uncertainty or Normal.from_interval(interval, confidence, "interval as given")  # type: ignore[arg-type]
+    effect: float | None
     if comparison == "in" and isinstance(threshold, tuple | list):
         low, high = float(threshold[0]), float(threshold[1])
         effect = claimed if claimed is not None else (0.0 if low < 0 < high else (low + high) / 2)

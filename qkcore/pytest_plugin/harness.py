@@ -11,11 +11,12 @@ carries the deciding value across the boundary (``across``), and the largest tha
 (``inside``). Where the statement decides the row, the verdict must move at ``across`` and must
 not at ``inside`` (unless another statement's nearer boundary moved it first: noted).
 
-The row pytest records is the ``across`` run; what the harness found travels with it as
-``probes``, which ``mutations.md`` reads (:mod:`~qkcore.pytest_plugin.reports.mutations`). The
-negative controls need no driving (plain mutated copies, judged there against the released
-row); the *support* side needs no re-run: every statement on an interval answers it when it is
-judged (:mod:`qkcore.stats.uncertainty`).
+The row pytest records is the claim test on the tables as released (the search starts from
+its checks); what the harness found travels with it as ``probes``, which ``mutations.md``
+reads (:mod:`~qkcore.pytest_plugin.reports.mutations`). The negative controls need no driving
+(plain mutated copies, judged there against the released row); the *support* side needs no
+re-run: every statement on an interval answers it when it is judged
+(:mod:`qkcore.stats.uncertainty`).
 
 Example (what a lever's probe holds)::
 
@@ -140,33 +141,23 @@ def _base(piece: Any) -> Any:
     return replace(piece, ref=replace(piece.ref, mutation=""))
 
 
-def run_harness(item: pytest.Item, operation: Any, recorder: ClaimRecorder) -> None:
-    """Drive a lever's row (module docstring): search, record the probe, and leave the piece
-    pytest's own run will use (the across amount) in ``item.funcargs``."""
-    from qkcore.evidence.mutations import mutated_piece
-
-    argument, piece = _piece(item)
-    base = _base(piece)
+def run_harness(item: pytest.Item, lever: Any, recorder: ClaimRecorder) -> None:
+    """Search a lever from the row pytest has just judged (its checks are ``recorder``'s, the
+    tables as released) and record what it found as the row's probe (module docstring)."""
+    _, piece = _piece(item)
     cell = getattr(getattr(item, "callspec", None), "id", "")
-    if operation.cells and not fnmatch.fnmatchcase(cell, operation.cells):
-        # a lever of one cell of a parametrized test: the other cells' copies are the rows
-        # as released, and no probe
+    if lever.cells and not fnmatch.fnmatchcase(cell, lever.cells):
+        # a lever of one cell of a parametrized test: the other cells are not searched
         recorder.probes.append(
-            {"kind": "boundary", "mutation": operation.name, "skipped": f"not in {operation.cells}"}
+            {"kind": "boundary", "mutation": lever.name, "skipped": f"not in {lever.cells}"}
         )
         return
-    run = _runner(item)
-    probe, last = _boundary(operation, base, run(base), run)
-    recorder.probes.append(probe)
-    if last is not None:
-        marked = mutated_piece(base, *last, name=piece.ref.mutation)
-        if marked is not None:
-            item.funcargs[argument] = marked  # type: ignore[attr-defined]
+    checks = tuple(recorder.checks)
+    original = Run(checks, verdict_of(list(checks))[0]) if checks else Run((), "error", "no checks")
+    recorder.probes.append(_boundary(lever, _base(piece), original, _runner(item)))
 
 
-def _boundary(
-    lever: Any, base: Any, original: Run, run: Callable[[Any], Run]
-) -> tuple[dict[str, Any], tuple[Any, ...] | None]:
+def _boundary(lever: Any, base: Any, original: Run, run: Callable[[Any], Run]) -> dict[str, Any]:
     """The lever's search (module docstring)."""
     from qkcore.evidence.mutations import mutated_piece
 
@@ -181,23 +172,27 @@ def _boundary(
     target = original.target(lever.check)
     if original.verdict == "error":
         probe["problem"] = f"the row itself broke: {original.error}"
-        return probe, None
+        return probe
     if target is None:
         probe["problem"] = f"the lever names no statement of this row: {lever.check!r}"
-        return probe, None
-    probe |= {"threshold": target.threshold, "comparison": target.comparison}
-    evaluations = 1
+        return probe
+    probe |= {
+        "statement": target.name,
+        "threshold": target.threshold,
+        "comparison": target.comparison,
+    }
+    evaluations = 0
 
     def at(amount: float) -> Run:
         nonlocal evaluations
         evaluations += 1
         return run(mutated_piece(base, lever.at(amount), name=lever.name))
 
-    found = _search(lever, target, at)
+    found = _search(lever, original, target, at)
     probe["evaluations"] = evaluations
     if isinstance(found, str):
         probe["problem"] = found
-        return probe, None
+        return probe
     (inside_by, inside), (across_by, across) = found
     probe["inside"] = inside.summary(lever.check, inside_by)
     probe["across"] = across.summary(lever.check, across_by)
@@ -220,7 +215,7 @@ def _boundary(
     if across.verdict == "error" or inside.verdict == "error":
         problems.append(f"a run broke: {across.error or inside.error}")
     probe["problem"] = "; ".join(problems)
-    return probe, (lever.at(across_by),)
+    return probe
 
 
 def _other_crossing(original: Run, changed: Run, pattern: str) -> str:
@@ -245,7 +240,7 @@ def _decides(original: Run, target: Check, moved: Check | None) -> bool:
 
 
 def _search(
-    lever: Any, target: Check, at: Callable[[float], Run]
+    lever: Any, original_run: Run, target: Check, at: Callable[[float], Run]
 ) -> tuple[tuple[float, Run], tuple[float, Run]] | str:
     """``((inside amount, run), (across amount, run))`` around the first change of the target's
     outcome, or why none was found."""
@@ -256,28 +251,31 @@ def _search(
         moved = result.target(lever.check)
         return result.verdict == "error" or moved is None or moved.outcome != outcome
 
-    # direction: the side that changes the outcome, or moves the value toward the threshold
-    up, down = at(step), at(-step)
-    if changed(up) or changed(down):
-        sign = 1.0 if changed(up) else -1.0
-        return _bisect(lever, at, changed, (0.0, None), (sign * step, up if sign > 0 else down))
-    near_up, near_down = _distance(up, lever, target), _distance(down, lever, target)
-    # the side that brings the value nearer its threshold; on a tie (no trial moved it, or a
-    # value sitting on its threshold) both, one after the other
-    signs = [1.0, -1.0] if near_up <= near_down else [-1.0, 1.0]
-    if near_up != near_down:
-        signs = signs[:1]
+    # direction: up first; down only where up neither changes the outcome nor brings the value
+    # nearer its threshold; on a tie (neither moves it, or it sits on its threshold) both ways
+    up = at(step)
+    if changed(up):
+        return _bisect(at, changed, (0.0, original_run), (step, up))
+    start = _distance(original_run, lever, target)
+    trials = {1.0: up}
+    if _distance(up, lever, target) < start:
+        signs = [1.0]
+    else:
+        trials[-1.0] = down = at(-step)
+        if changed(down):
+            return _bisect(at, changed, (0.0, original_run), (-step, down))
+        signs = [-1.0] if _distance(down, lever, target) < start else [1.0, -1.0]
     reached = 0.0
     for sign in signs:
-        low = sign * step
+        low, low_run = sign * step, trials[sign]
         for _ in range(_DOUBLINGS):
             high = _doubled(lever, low)
             if high == low:
                 break  # a shrink has reached zero: beyond it the values change sign
             result = at(high)
             if changed(result):
-                return _bisect(lever, at, changed, (low, None), (high, result))
-            low = high
+                return _bisect(at, changed, (low, low_run), (high, result))
+            low, low_run = high, result
         reached = max(reached, abs(low))
     return (
         f"no {lever.via} of {lever.column} up to {reached:.3g} (2^{_DOUBLINGS} x the first step "
@@ -295,10 +293,9 @@ def _doubled(lever: Any, amount: float) -> float:
 
 
 def _bisect(
-    lever: Any,
     at: Callable[[float], Run],
     changed: Callable[[Run], bool],
-    inside: tuple[float, Run | None],
+    inside: tuple[float, Run],
     across: tuple[float, Run],
 ) -> tuple[tuple[float, Run], tuple[float, Run]]:
     low, low_run = inside
@@ -312,8 +309,6 @@ def _bisect(
             high, high_run = middle, result
         else:
             low, low_run = middle, result
-    if low_run is None:
-        low_run = at(low)
     return (low, low_run), (high, high_run)
 
 
@@ -323,10 +318,12 @@ def _first_step(lever: Any, target: Check) -> float:
     if lever.via == "scale":
         return 0.1
     value = _number(target.value)
+    if value is None:
+        return 0.1
     threshold = target.threshold
     edges = threshold if isinstance(threshold, list | tuple) else [threshold]
     distances = [abs(value - float(e)) for e in edges if _number(e) is not None]
-    distances = [d for d in distances if math.isfinite(d) and d > 0] if value is not None else []
+    distances = [d for d in distances if math.isfinite(d) and d > 0]
     return min(distances) if distances else 0.1
 
 

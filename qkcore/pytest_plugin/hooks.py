@@ -163,15 +163,16 @@ def claim_fixture(request: pytest.FixtureRequest, claim_record: ClaimRecorder) -
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    if item.config.getoption("--claims-mutations", False):
-        operation = harness_mutation(item)
-        recorder = item.stash.get(_records_key, None)
-        if operation is not None and recorder is not None:
-            run_harness(item, operation, recorder)
     try:
-        return (yield)
+        result = yield
     except PremiseUnmet:  # the premise check is recorded: the row is not-applicable
-        return None
+        result = None
+    if item.config.getoption("--claims-mutations", False):
+        lever = harness_mutation(item)
+        recorder = item.stash.get(_records_key, None)
+        if lever is not None and recorder is not None:
+            run_harness(item, lever, recorder)  # from the row pytest just judged
+    return result
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -67,8 +67,10 @@ def two_sided_z(confidence: float) -> float:
 class Uncertainty(Protocol):
     """What a statement needs from the model of its estimate's uncertainty (module docstring)."""
 
-    #: the model's kind, shown in every row judged on it ("Fisher z (heads independent)")
-    kind: str
+    @property
+    def kind(self) -> str:
+        """The model's kind, shown in every row judged on it ("Fisher z, heads independent")."""
+        ...
 
     def interval(self, estimate: float, confidence: float) -> tuple[float, float]:
         """The estimate's two-sided ``confidence`` interval."""

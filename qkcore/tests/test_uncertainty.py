@@ -168,10 +168,14 @@ def test_a_refutation_stands_whatever_support_would_have_needed():
 
 def test_a_stand_in_supports_but_never_refutes():
     """A z against a stand-in for the authors' null beyond its margin: inconclusive."""
-    args = {"kind": "statement", "interval": (-5.46, -5.06), "stand_in": "another null"}
-    beyond = judge("z", -5.26, "in", (-5.0, 5.0), **args)
+    beyond = judge(
+        "z", -5.26, "in", (-5.0, 5.0), kind="statement", interval=(-5.46, -5.06),
+        stand_in="another null",
+    )  # fmt: skip
     assert beyond.outcome == "uncertain" and verdict_of([beyond])[0] == "inconclusive"
-    inside = judge("z", 1.5, "in", (-5.0, 5.0), **{**args, "interval": (1.3, 1.7)})
+    inside = judge(
+        "z", 1.5, "in", (-5.0, 5.0), kind="statement", interval=(1.3, 1.7), stand_in="another null"
+    )
     assert verdict_of([inside])[0] == "supported"
 
 

@@ -203,8 +203,20 @@ def _take_variant(summary: ClaimMutations, original: ClaimResult, variant: Claim
     if _CONTROL.match(name):
         summary.probes.append((original.nodeid, _control_probe(name, original, variant)))
         return
-    summary.probes += [(original.nodeid, p) for p in variant.probes if not p.get("skipped")]
-    _set_against(summary, original, variant)
+    levers = [p for p in variant.probes if p["kind"] == "boundary"]
+    if not levers:
+        _set_against(summary, original, variant)
+    for probe in levers:
+        if probe.get("skipped"):
+            continue
+        summary.probes.append((original.nodeid, probe))
+        across = probe.get("across") or {}
+        summary.moves.setdefault(name, []).append(
+            (original.nodeid, str(original.verdict), str(across.get("verdict", original.verdict)))
+        )
+        statement = probe.get("statement")
+        if statement and across.get("outcome") != (probe.get("original") or {}).get("outcome"):
+            summary.reacted.setdefault(("statement", statement), set()).add(name)
 
 
 def _control_probe(name: str, original: ClaimResult, variant: ClaimResult) -> dict[str, Any]:
@@ -382,10 +394,10 @@ def _claim_block(claim: ClaimMutations) -> list[str]:
         lines.append("")
     controls = [(n, p) for n, p in claim.probes if p["kind"] == "controls"]
     if controls:
-        moved = [(n, p) for n, p in controls if p["problem"]]
-        told = "; ".join(f"{_row(n)}: {p['problem']}" for n, p in moved)
+        out_of_place = [(n, p) for n, p in controls if p["problem"]]
+        told = "; ".join(f"{_row(n)}: {p['problem']}" for n, p in out_of_place)
         lines += [
-            f"Negative controls: {len(controls) - len(moved)} of {len(controls)} row(s) "
+            f"Negative controls: {len(controls) - len(out_of_place)} of {len(controls)} row(s) "
             "unmoved" + (f" - {cell(told)}" if told else "") + ".",
             "",
         ]
