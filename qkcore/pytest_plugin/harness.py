@@ -251,37 +251,56 @@ def _search(
         moved = result.target(lever.check)
         return result.verdict == "error" or moved is None or moved.outcome != outcome
 
-    # direction: up first; down only where up neither changes the outcome nor brings the value
-    # nearer its threshold; on a tie (neither moves it, or it sits on its threshold) both ways
+    # direction: up first; down first where up neither changes the outcome nor brings the
+    # value nearer its threshold but down does; the other side after the first fails (a
+    # statement need not move monotonically: a q can fall, then rise again)
     up = at(step)
     if changed(up):
         return _bisect(at, changed, (0.0, original_run), (step, up))
     start = _distance(original_run, lever, target)
     trials = {1.0: up}
-    if _distance(up, lever, target) < start:
-        signs = [1.0]
-    else:
+    signs = [1.0, -1.0]  # the nearer side first; the other where it cannot cross
+    if not _distance(up, lever, target) < start:
         trials[-1.0] = down = at(-step)
         if changed(down):
             return _bisect(at, changed, (0.0, original_run), (-step, down))
-        signs = [-1.0] if _distance(down, lever, target) < start else [1.0, -1.0]
+        if _distance(down, lever, target) < start:
+            signs = [-1.0, 1.0]
     reached = 0.0
     for sign in signs:
-        low, low_run = sign * step, trials[sign]
-        for _ in range(_DOUBLINGS):
-            high = _doubled(lever, low)
-            if high == low:
-                break  # a shrink has reached zero: beyond it the values change sign
-            result = at(high)
-            if changed(result):
-                return _bisect(at, changed, (low, low_run), (high, result))
-            low, low_run = high, result
-        reached = max(reached, abs(low))
+        if sign not in trials:
+            trials[sign] = at(sign * step)
+            if changed(trials[sign]):
+                return _bisect(at, changed, (0.0, original_run), (sign * step, trials[sign]))
+        found = _outward(lever, at, changed, sign * step, trials[sign])
+        if not isinstance(found, float):
+            return found
+        reached = max(reached, found)
     return (
         f"no {lever.via} of {lever.column} up to {reached:.3g} (2^{_DOUBLINGS} x the first step "
         f"{step:.3g}, {' and '.join('up' if s > 0 else 'down' for s in signs)}) changes "
         f"'{target.name}' from {outcome}: it cannot cross its boundary"
     )
+
+
+def _outward(
+    lever: Any,
+    at: Callable[[float], Run],
+    changed: Callable[[Run], bool],
+    low: float,
+    low_run: Run,
+) -> tuple[tuple[float, Run], tuple[float, Run]] | float:
+    """Double the amount outward from ``low`` (unchanged) until the outcome changes, then
+    bisect; or the farthest amount reached."""
+    for _ in range(_DOUBLINGS):
+        high = _doubled(lever, low)
+        if high == low:
+            break  # a shrink has reached zero: beyond it the values change sign
+        result = at(high)
+        if changed(result):
+            return _bisect(at, changed, (low, low_run), (high, result))
+        low, low_run = high, result
+    return abs(low)
 
 
 def _doubled(lever: Any, amount: float) -> float:
