@@ -120,10 +120,11 @@ def evidence_notes(config: pytest.Config, results: Iterable[ClaimResult]) -> lis
     if not judged:
         return []
     from qkcore.evidence.fetch import describe_release
+    from qkcore.evidence.params import paper_data
     from qkcore.pytest_plugin.evidence import evidence_options
 
-    root = evidence_options(config).paper_data
-    notes = [describe_release(Path(root)) if root else "the paper's tables: no folder given"]
+    data, why = paper_data(evidence_options(config).paper_data)
+    notes = [describe_release(data.root) if data is not None else f"the paper's tables: {why}"]
     if config.getoption("--claims-mutations", False):
         notes.append(
             "a mutation run: besides each released row, rows judged on mutated copies of the "

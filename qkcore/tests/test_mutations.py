@@ -286,3 +286,18 @@ def test_mutated_rows_never_reach_the_report_outside_a_mutation_run(pytester, re
     pytester.makepyfile(test_x=CLAIMS)
     _, rows = run_suite(pytester, released)
     assert set(rows) == {"paper:gpt2"}
+
+
+def test_the_report_says_which_tables_it_judged(pytester, released):
+    """Tables that are not the pinned release are named in the report's first lines, and a
+    mutation run says that is what it is."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makepyfile(test_x=CLAIMS)
+    run_suite(pytester, released)
+    head = (pytester.path / "rep" / "claims.md").read_text().splitlines()[:8]
+    assert any(
+        "NOT the pinned release" in line and "gpt2_head_full.parquet" in line for line in head
+    )
+    run_suite(pytester, released, "--claims-mutations", report_dir="mut")
+    head = (pytester.path / "mut" / "claims.md").read_text().splitlines()[:10]
+    assert any("a mutation run" in line for line in head)
