@@ -59,15 +59,18 @@ test: install
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests - the suite is broken"; exit 1; fi; \
 	exit $$rc
 
-# Every check proven able to fail: each paper row again on copies of the released tables with
-# its claim's declared mutations (catalogue); reports/mutations/mutations.md says which checks
-# reacted, and the run fails when a statement or power check reacts to none (docs/judging.md,
-# "Every check can fail").
+# Every verdict about its own sentence, reachable both ways: each paper row again on copies of
+# the released tables - its claim's declared mutations, its levers (the smallest change that
+# carries a statement across its catalogue threshold, searched), its negative controls -
+# and reports/mutations/mutations.md says what moved; a problem (a check reacting to none, a
+# lever or a control out of place, a claim with no meaningful mutation) fails the run
+# (docs/judging.md). CONTROLS=each names the negative control that moved a verdict.
+CONTROLS ?= together
 mutations: install
 	@if [ -z "$$QK_PAPER_DATA" ]; then echo "make mutations: the paper's tables are needed: PAPER_DATA=../shared/paper-data"; exit 1; fi
 	@rm -rf reports/mutations
 	@$(PY) -m pytest claims -m paper -n $(WORKERS) -p no:cacheprovider --claims-mutations \
-		--claims-report-dir reports/mutations; rc=$$?; \
+		--claims-controls=$(CONTROLS) --claims-report-dir reports/mutations; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make mutations: pytest collected no paper rows - the suite is broken"; exit 1; fi; \
 	exit $$rc
 
