@@ -115,20 +115,20 @@ def test_gpt2s_144_heads_cannot_show_a_null_rho_but_llamas_1024_can():
 # ---- how a row's verdict reads the support probe (qkcore.pytest_plugin.checks) ----------
 
 
+def _null_rho(rho: float, n: int):
+    """A rho judged against null_rho (+-0.15) on its Fisher-z model over n heads."""
+    model = FisherZ(n)
+    interval = model.interval(rho, LEVEL)
+    return judge(
+        "rho", rho, "in", (-0.15, 0.15), kind="statement", interval=interval, uncertainty=model,
+        claimed=0.0,
+    )  # fmt: skip
+
+
 def test_an_absence_no_evidence_of_its_size_could_support_is_undecidable():
     """GPT-2's 144 heads against null_rho: a rho of 0.07 straddles (inconclusive as weighed),
     but even a true null would straddle more often than not: undecidable, with the n."""
-    model = FisherZ(144)
-    check = judge(
-        "rho",
-        0.07,
-        "in",
-        (-0.15, 0.15),
-        kind="statement",
-        interval=model.interval(0.07, LEVEL),
-        uncertainty=model,
-        claimed=0.0,
-    )
+    check = _null_rho(0.07, 144)
     assert check.outcome == "uncertain" and check.supportable is False
     assert check.to_decide == "n >= 253 (has 144)"
     verdict, reason = verdict_of([check])
@@ -137,32 +137,12 @@ def test_an_absence_no_evidence_of_its_size_could_support_is_undecidable():
 
 def test_an_absence_that_could_be_supported_stays_inconclusive():
     """Llama's 1024 heads: a rho of 0.13 straddles 0.15, but a true null would fit."""
-    model = FisherZ(1024)
-    check = judge(
-        "rho",
-        0.13,
-        "in",
-        (-0.15, 0.15),
-        kind="statement",
-        interval=model.interval(0.13, LEVEL),
-        uncertainty=model,
-        claimed=0.0,
-    )
+    check = _null_rho(0.13, 1024)
     assert check.supportable is True and verdict_of([check])[0] == "inconclusive"
 
 
 def test_a_refutation_stands_whatever_support_would_have_needed():
-    model = FisherZ(144)
-    check = judge(
-        "rho",
-        0.6,
-        "in",
-        (-0.15, 0.15),
-        kind="statement",
-        interval=model.interval(0.6, LEVEL),
-        uncertainty=model,
-        claimed=0.0,
-    )
+    check = _null_rho(0.6, 144)
     assert check.supportable is False and verdict_of([check])[0] == "refuted"
 
 
