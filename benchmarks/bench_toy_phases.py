@@ -15,8 +15,8 @@ import time
 
 import torch
 
+from pytest_claims.refs import EvidenceRef
 from qkcore.evidence.pieces import ToyEvidence
-from qkcore.evidence.refs import EvidenceRef
 from qkcore.models.toy.regimes import toy_regime
 
 

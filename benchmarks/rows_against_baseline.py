@@ -16,8 +16,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from qkcore.pytest_plugin.baseline import RowRecord, read_baseline
-from qkcore.pytest_plugin.row import ClaimResult
+from pytest_claims.baseline import RowRecord, read_baseline
+from pytest_claims.row import ClaimResult
 
 
 def _shape(check: dict) -> dict:

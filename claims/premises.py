@@ -84,10 +84,10 @@ def null_rank_correlation(
     claim, name: str, rho: float, n: int, family: int = 1, controls: int = 0
 ) -> None:
     """A Spearman rho said to be null, one of ``family`` such: its 90% Fisher-z interval over
-    ``n`` heads (:class:`qkcore.stats.uncertainty.FisherZ`, the scale of the paper's own
+    ``n`` heads (:class:`pytest_claims.stats.uncertainty.FisherZ`, the scale of the paper's own
     p-values) against the vocabulary's ``null_rho`` margin, Bonferroni-widened over the family
     (docs/judging.md, "Absence is an equivalence"). Where even a true null could not land
     inside the margin at this n, the row is undecidable and says the n that would decide."""
-    from qkcore.stats.uncertainty import FisherZ
+    from pytest_claims.stats.uncertainty import FisherZ
 
     claim.absence(name, rho, FisherZ(n, controls), "null_rho", family=family, n=n)

@@ -21,6 +21,9 @@ import numpy as np
 from hypothesis import given, settings
 
 from claims.premises import null_rank_correlation, rho_power
+from pytest_claims import Claim, claim
+from pytest_claims.author import PremiseUnmet
+from pytest_claims.stats.equivalence import spearman_interval
 from qkcore.analysis.depth import (
     attention_patterns,
     depth_misprediction,
@@ -35,9 +38,6 @@ from qkcore.linalg.resolvent import (
     perron_projector,
     row_shuffle_null,
 )
-from qkcore.pytest_plugin import Claim, claim
-from qkcore.pytest_plugin.author import PremiseUnmet
-from qkcore.stats.equivalence import spearman_interval
 from qkcore.stats.inference import spearman_exact
 from qkcore.stats.power import spearman_test
 from qkcore.testing.strategies import attention_stacks

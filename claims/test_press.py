@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 from claims.premises import history_columns, rho_power
+from pytest_claims import Claim, claim
 from qkcore.analysis.gridruns import censored_formation
-from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.inference import exact_permutation_test
 from qkcore.stats.population import top_k_heads, top_k_percentile
 from qkcore.stats.power import spearman_test

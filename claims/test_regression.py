@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_claims import Claim, claim
 from qkcore.analysis.tablecompare import compare_tables
-from qkcore.pytest_plugin import Claim, claim
 
 
 @claim("REG", evidence=("weights",))

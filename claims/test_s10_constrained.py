@@ -40,8 +40,9 @@ from typing import Any
 import numpy as np
 import scipy.stats
 
+from pytest_claims import Claim, Comparison, claim
+from pytest_claims.stats.printed import as_printed
 from qkcore.analysis.gridruns import censored_formation
-from qkcore.pytest_plugin import Claim, Comparison, claim
 from qkcore.stats.formation import formation_threshold
 from qkcore.stats.inference import (
     benjamini_hochberg,
@@ -50,7 +51,6 @@ from qkcore.stats.inference import (
     rank_biserial,
 )
 from qkcore.stats.power import mann_whitney_power
-from qkcore.stats.printed import as_printed
 
 ARMS = ("ape-free", "rope-free", "rope-imag", "rope-sym", "ape-sym")
 # The four pre-registered contrasts in the paper's table order: label, (slower arm, faster
@@ -79,7 +79,7 @@ def _n_formed(runs) -> int:
 
 def _consistency(claim, name: str, recomputed: float, printed: str, note: str = "") -> bool:
     """A printed derived number against its recomputation from the paper's printed inputs, both
-    at the printed digits (the number-check rounding rule, :mod:`qkcore.stats.printed`)."""
+    at the printed digits (the number-check rounding rule, :mod:`pytest_claims.stats.printed`)."""
     return claim.consistency(
         name,
         float(as_printed(recomputed, printed)),

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pytest_claims import Claim, claim
 from qkcore.linalg.rope import RotaryInfo, apply_rotary
-from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.population import head_name
 
 #: unit roundoff of float64

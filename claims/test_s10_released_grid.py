@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pytest_claims import Claim, claim
 from qkcore.analysis.gridruns import PAPER_KERNEL_OFFSETS
-from qkcore.pytest_plugin import Claim, claim
 
 IMAG, FREE = "rope-imag", "rope-free"
 #: index of Δ = -1 in a released kernel

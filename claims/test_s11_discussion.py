@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from qkcore.pytest_plugin import Claim, claim
+from pytest_claims import Claim, claim
 from qkcore.stats.inference import rank_biserial
 from qkcore.stats.population import top_k_heads, top_k_percentile, within_model_percentile
 

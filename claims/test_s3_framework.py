@@ -22,6 +22,7 @@ import numpy as np
 import scipy.optimize
 
 from claims.premises import sum_of_frequency_terms
+from pytest_claims import Claim, claim
 from qkcore import QKFactors, dense_metrics, ginibre_factors
 from qkcore.analysis.convention import (
     diagonal_scores,
@@ -30,7 +31,6 @@ from qkcore.analysis.convention import (
     visible,
 )
 from qkcore.linalg.spectra import D_head, dir_frac, eigenvalues
-from qkcore.pytest_plugin import Claim, claim
 from qkcore.testing.strategies import conditioned_matrix
 from qkcore.testing.tolerances import (
     EPS,

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pytest_claims import Claim, claim
 from qkcore.errors import QKError
-from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.inference import layer_clustered_bootstrap_ci
 from qkcore.stats.population import partial_rho, partial_rho_ci, within_model_percentile
 

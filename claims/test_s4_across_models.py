@@ -13,7 +13,7 @@ from typing import Any
 import scipy.stats
 
 from claims.premises import rho_power
-from qkcore.pytest_plugin import Claim, claim
+from pytest_claims import Claim, claim
 from qkcore.stats.inference import benjamini_hochberg
 
 #: The authors' cross-model replication variables (p4_rope.py:116-124).

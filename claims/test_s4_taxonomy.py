@@ -15,8 +15,8 @@ import pytest
 import scipy.stats
 
 from claims.premises import null_rank_correlation
-from qkcore.pytest_plugin import Claim, Comparison, claim
-from qkcore.stats.equivalence import spearman_interval
+from pytest_claims import Claim, Comparison, claim
+from pytest_claims.stats.equivalence import spearman_interval
 from qkcore.stats.inference import benjamini_hochberg
 
 # Table 1's cells, (metric, behaviour), in the paper's order; the BH family is all twelve (the

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import scipy.stats
 
-from qkcore.pytest_plugin import Claim, Comparison, claim
+from pytest_claims import Claim, Comparison, claim
 from qkcore.stats.population import head_name, partial_rho, partial_rho_ci
 
 S5A = (

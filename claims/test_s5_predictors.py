@@ -17,8 +17,8 @@ import pandas as pd
 import scipy.stats
 
 from claims.premises import null_rank_correlation
-from qkcore.pytest_plugin import Claim, claim
-from qkcore.stats.equivalence import spearman_interval
+from pytest_claims import Claim, claim
+from pytest_claims.stats.equivalence import spearman_interval
 from qkcore.stats.inference import layer_clustered_bootstrap_ci
 from qkcore.stats.population import head_name, top_k_heads
 

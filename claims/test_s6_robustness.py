@@ -19,10 +19,10 @@ the statistics of :mod:`qkcore.stats.population` and :mod:`qkcore.stats.inferenc
   models GPT-2, OPT-1.3B, GPT-Neo-1.3B; ALiBi BLOOM-1b1 (Table 3);
 - significance at the vocabulary's alpha (0.05); a presence statement's power check guards
   "refuted";
-- an absence ("null", "at the null", "no further gradation", "no positive contribution", "no
-  scalar separates") is an equivalence (:meth:`Claim.absence`, :mod:`qkcore.stats.equivalence`):
-  the effect's 90% interval inside the margin the paper's own sentence gives supports, entirely
-  outside refutes, otherwise inconclusive; no power check guards it (the interval's width is
+- an absence ("null", "at the null", "no further gradation", "no positive contribution", "no scalar
+  separates") is an equivalence (:meth:`Claim.absence`, :mod:`pytest_claims.stats.equivalence`): the
+  effect's 90% interval inside the margin the paper's own sentence gives supports, entirely outside
+  refutes, otherwise inconclusive; no power check guards it (the interval's width is
   its power). A partial rho's interval is the 90% layer-clustered bootstrap (the paper's own
   interval for a partial is layer-clustered, tex:340); a rank-biserial's is the normal interval
   of the Mann-Whitney statistic (below), the paper's class test being head-level;
@@ -51,10 +51,11 @@ import pandas as pd
 import scipy.stats
 
 from claims.premises import rho_power
+from pytest_claims import Claim, claim
+from pytest_claims.checks import Comparison
+from pytest_claims.stats.equivalence import normal_interval, spearman_interval
+from pytest_claims.stats.uncertainty import Exact
 from qkcore.analysis.ginibre import wishart_head_pool
-from qkcore.pytest_plugin import Claim, claim
-from qkcore.pytest_plugin.checks import Comparison
-from qkcore.stats.equivalence import normal_interval, spearman_interval
 from qkcore.stats.inference import (
     benjamini_hochberg,
     ols_residuals,
@@ -68,7 +69,6 @@ from qkcore.stats.population import (
 )
 from qkcore.stats.population import within_model_percentile as percentile
 from qkcore.stats.power import spearman_power
-from qkcore.stats.uncertainty import Exact
 
 ROPE = ("rope", "rope-partial")
 APE = ("ape",)

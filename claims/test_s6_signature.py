@@ -50,7 +50,9 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from qkcore.pytest_plugin import Claim, claim
+from pytest_claims import Claim, claim
+from pytest_claims.stats.uncertainty import Exact
+from qkcore.evidence.families import family
 from qkcore.stats.inference import exact_permutation_test
 from qkcore.stats.population import (
     partial_rho,
@@ -60,7 +62,6 @@ from qkcore.stats.population import (
 )
 from qkcore.stats.population import within_model_percentile as percentile
 from qkcore.stats.power import mann_whitney_power
-from qkcore.stats.uncertainty import Exact
 
 if TYPE_CHECKING:
     from qkcore.evidence.paper_data import PaperData
@@ -151,11 +152,11 @@ def _in_bin(evidence, claim, rotational: bool) -> None:
     claim.plot(
         "D_head percentile of the top-5 prev heads (toys: top-1), by scheme",
         evidence.ref.name,
-        evidence.ref.family,
+        family(evidence.ref.scheme),
         percentile(table, "D_head").loc[top_k_heads(table, "prev", k).index].to_numpy(),
         kind="strip",
         ylabel="within-model D_head percentile",
-        group=evidence.ref.family,
+        group=family(evidence.ref.scheme),
         hlines=((claim.threshold(bound), label),),
         caption="RoPE models' prev heads should sit in the top quintile (rotational), learned-"
         "absolute and ALiBi models' in the bottom quartile (content-like); hollow black marks "
@@ -177,7 +178,7 @@ def _in_bin(evidence, claim, rotational: bool) -> None:
         claim.plot(
             "D_head percentile of the top-5 prev heads (toys: top-1), by scheme",
             f"{evidence.ref.name} median",
-            evidence.ref.family,
+            family(evidence.ref.scheme),
             float(printed),
             kind="strip",
             paper=True,
@@ -520,7 +521,7 @@ def test_partial_association(evidence, claim: Claim):
     rho, lo, hi, n = _published_partial(data, name) if data is not None else _partial_with_ci(table)
     claim.plot(
         "partial rho(D_head, prev | dir_frac) by model",
-        evidence.ref.family,
+        family(evidence.ref.scheme),
         name,
         rho,
         kind="strip",

@@ -28,11 +28,11 @@ import scipy.stats
 
 from claims.premises import rho_power
 from claims.test_s7_s8_rope import ROPE
-from qkcore.pytest_plugin import Claim, claim
+from pytest_claims import Claim, claim
+from pytest_claims.stats.uncertainty import Normal
 from qkcore.stats.inference import layer_clustered_bootstrap_ci, ols_residuals
 from qkcore.stats.population import head_name, partial_rho, partial_rho_ci, top_k_heads
 from qkcore.stats.power import spearman_power, spearman_test
-from qkcore.stats.uncertainty import Normal
 
 BASE = ["dir_frac"]
 PHASE = ["dir_frac", "rope_imag_frac", "freq_centroid"]

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from claims.premises import sum_of_frequency_terms
+from pytest_claims import Claim, claim
+from pytest_claims.stats.printed import decimals
 from qkcore.analysis.convention import frequency_check
 from qkcore.linalg.rope import RotaryInfo, frequency_operators, relative_kernel
-from qkcore.pytest_plugin import Claim, claim
 from qkcore.stats.population import head_name, partial_rho, partial_rho_ci, top_k_heads
-from qkcore.stats.printed import decimals
 
 ROPE = ("rope", "rope-partial")
 

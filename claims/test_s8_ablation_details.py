@@ -23,11 +23,11 @@ import scipy.stats
 from claims.premises import null_rank_correlation
 from claims.test_press import VOCAB
 from claims.test_s7_s8_rope import S8B
+from pytest_claims import Claim, claim
+from pytest_claims.stats.equivalence import spearman_interval
+from pytest_claims.stats.uncertainty import Exact
 from qkcore.evidence.pieces import PaperEvidence, PaperEvidenceSet
-from qkcore.pytest_plugin import Claim, claim
-from qkcore.stats.equivalence import spearman_interval
 from qkcore.stats.population import head_name, top_k_heads
-from qkcore.stats.uncertainty import Exact
 
 #: The paper's three RoPE models, in its order (§8 prints a row for each).
 RUNS = tuple(S8B)

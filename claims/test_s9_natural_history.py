@@ -43,9 +43,10 @@ import numpy as np
 import pytest
 
 from claims.premises import history_columns
+from pytest_claims import Claim, claim
 from qkcore.analysis.history import PAPER_SHAPES, ginibre_median_band
+from qkcore.evidence.families import family
 from qkcore.linalg.rope import RotaryInfo
-from qkcore.pytest_plugin import Claim, claim
 
 PYTHIA_TOKENS_PER_STEP = 2_097_152  # 1024 sequences x 2048 tokens
 #: the end of the 1-4B-token window at its printed precision (4B: >= 3.5e9 tokens)
@@ -104,7 +105,7 @@ def _rotary_premise(evidence, claim) -> None:
     with ``end=False``: the caller goes on recording)."""
     claim.premise(
         "positional scheme has rotary phase",
-        evidence.ref.family,
+        family(evidence.ref.scheme),
         "==",
         "rope",
         text=True,

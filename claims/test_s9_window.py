@@ -18,7 +18,7 @@ Terms shared by the tests, read from §9's text as claims/test_s9_natural_histor
   mid-formation (the paper's 512 -> 1000).
 - the token axis: Pythia trains on 1024 sequences of 2048 tokens per step (2,097,152 tokens),
   so step s is s x 2,097,152 tokens. The acts' bounds are read at the precision the paper prints
-  them, with the suite's one rounding rule (:func:`qkcore.stats.printed.reproduces`): Act I,
+  them, with the suite's one rounding rule (:func:`pytest_claims.stats.printed.reproduces`): Act I,
   "0-0.5B tokens", holds the checkpoints whose tokens print as <= 0.5B (one decimal); Act II,
   "1-4B tokens" (the caption's "formation window"), ends at the last checkpoint whose tokens
   print as <= 4B (whole billions); Act III, "4-300B tokens", starts at the first checkpoint whose
@@ -37,9 +37,9 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
+from pytest_claims import Claim, claim
+from pytest_claims.stats.printed import reproduces
 from qkcore.analysis.history import PAPER_SHAPES, SUMMARY_SIBLINGS, ginibre_median_band
-from qkcore.pytest_plugin import Claim, claim
-from qkcore.stats.printed import reproduces
 
 #: Pythia's batch: 1024 sequences x 2048 tokens per step
 PYTHIA_TOKENS_PER_STEP = 2_097_152

@@ -6,10 +6,16 @@ threads that wait for each other at every parallel step burn the CPU they wait i
 toy builds, a cold paper run spent 53 s on S6i's Llama row with two threads per worker and 18 s
 with one (docs/measurements.md).
 
+Two ways, for two kinds of process. A process this suite starts (a build) sets the
+libraries' variables before it imports them; a pytest worker, whose environment its tests'
+subprocesses inherit, leaves it alone and limits the pools already loaded, through
+threadpoolctl (and torch's own), each time a claim test starts - a library a test loads later
+is limited at the next.
+
 Example::
 
-    set_compute_threads(1)                           # a build process: one thread, always
-    set_compute_threads(1, keep_user_setting=True)   # an xdist worker: unless the user chose
+    set_compute_threads(1)           # a build process: one thread, always
+    limit_loaded_pools(1)            # an xdist worker, before a claim test: unless the user chose
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["THREAD_VARIABLES", "cores", "set_compute_threads"]
+__all__ = ["THREAD_VARIABLES", "cores", "limit_loaded_pools", "set_compute_threads"]
 
 #: Read when torch (OpenMP, MKL) and numpy's OpenBLAS start their pools.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -39,3 +45,18 @@ def set_compute_threads(threads: int, *, keep_user_setting: bool = False) -> Non
         wanted = int(os.environ["OMP_NUM_THREADS"])
         if torch.get_num_threads() != wanted:
             torch.set_num_threads(wanted)
+
+
+def limit_loaded_pools(threads: int) -> bool:
+    """Limit every thread pool loaded in this process (BLAS, OpenMP: threadpoolctl; torch's
+    intra-op pool) to ``threads``, unless the user set one of :data:`THREAD_VARIABLES`.
+    The environment is not changed. Whether anything was limited."""
+    if any(name in os.environ for name in THREAD_VARIABLES):
+        return False
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=max(1, threads))
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != max(1, threads):
+        torch.set_num_threads(max(1, threads))
+    return True

@@ -4,7 +4,7 @@ Layer 4 of qkcore. It may import every layer below (analyses, models, the core) 
 parametrization; nothing below imports it.
 
 - :mod:`~qkcore.evidence.paper_data` - the released tables: discovery from file names, checks
-- :mod:`~qkcore.evidence.refs`       - ``EvidenceRef`` and the ``pytest.param`` that names it
+- :mod:`~pytest_claims.refs`       - ``EvidenceRef`` and the ``pytest.param`` that names it
 - :mod:`~qkcore.evidence.pieces`     - the ``Evidence`` protocol, each kind's pieces and the
   ``BuildTask`` s that prepare them
 - :mod:`~qkcore.evidence.params`     - the registry of kinds: markers -> parameters

@@ -1,6 +1,6 @@
 """The evidence kinds' command-line values: their checks, and what the parametrization reads.
 
-Each kind declares its own flags (:class:`qkcore.evidence.kinds.Option`, in
+Each kind declares its own flags (:class:`pytest_claims.kinds.Option`, in
 :mod:`qkcore.evidence.params`); the validators here are their argparse ``type`` s, so a bad
 value is one usage error naming the fix. :func:`check_evidence_options` checks, once at startup,
 what no single value can: ``$QK_PAPER_DATA`` and every ``--claims-model`` spec. No pytest here: the
@@ -145,6 +145,14 @@ class EvidenceOptions:
     toy_grid_seeds: int | None = None
     device: str = "cpu"
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def checked(cls, values: Mapping[str, Any]) -> EvidenceOptions:
+        """The paper kinds' ``settings``: from the flags' values, checked once
+        (:func:`check_evidence_options`) - a bad one is one usage error naming its flag."""
+        options = cls.from_values(values)
+        check_evidence_options(options)
+        return options
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> EvidenceOptions:

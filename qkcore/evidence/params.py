@@ -2,8 +2,8 @@
 
 A claim declares what can bear on it (``@claim("S6a", evidence=("paper", "weights"),
 schemes=("rope",), columns=("prev", "D_head"))``); for each kind it names, the kind's
-``offers`` turn that :class:`~qkcore.evidence.kinds.EvidenceRequest` and the run's
-:class:`~qkcore.evidence.options.EvidenceOptions` into one :class:`~qkcore.evidence.kinds.Offer`
+``offers`` turn that :class:`~pytest_claims.kinds.EvidenceRequest` and the run's
+:class:`~qkcore.evidence.options.EvidenceOptions` into one :class:`~pytest_claims.kinds.Offer`
 per piece, and its ``sets`` into one offer holding every piece (``evidence_set``). A piece the
 claim is about but that cannot serve it (data folder absent, a needed column missing, weights
 not on this machine, an opt-in run not asked for) is still offered, with the exact reason it
@@ -21,11 +21,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_claims.kinds import EvidenceKind, EvidenceRequest, Offer, Option, Tolerance
+from pytest_claims.refs import ALL_MODELS, EvidenceRef
 from qkcore.errors import QKError
-from qkcore.evidence.kinds import EvidenceKind, EvidenceRequest, Offer, Option, Tolerance
-from qkcore.evidence.kinds import set_families as _families
+from qkcore.evidence.families import scheme_marks
+from qkcore.evidence.families import set_families as _families
 from qkcore.evidence.options import EvidenceOptions, folder, grid_seeds, positive_int, torch_device
-from qkcore.evidence.refs import ALL_MODELS, EvidenceRef
 
 if TYPE_CHECKING:
     from qkcore.evidence.paper_data import PaperData
@@ -133,7 +134,7 @@ def paper_set(options: EvidenceOptions) -> Offer:
     # a table that cannot be read is left out of the set (its own tests say why)
     readable = [m for m in data.models if not data.problem(m)]
     refs = tuple(EvidenceRef("paper", m, data.scheme(m)) for m in readable)
-    return Offer(ref, PaperEvidenceSet(refs, data, ref), families=_families(refs))
+    return Offer(ref, PaperEvidenceSet(refs, data, ref), marks=_families(refs))
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,7 @@ def _model_set(kind: str, offers: list[Offer], regime: str = "") -> Offer:
         members.append(offer.piece)
     ref = EvidenceRef(kind, ALL_MODELS, regime=regime if members else "")
     families = _families([m.ref for m in members])
-    return Offer(ref, ModelSet(ref, tuple(members), tuple(absent)), families=families)
+    return Offer(ref, ModelSet(ref, tuple(members), tuple(absent)), marks=families)
 
 
 def weights_set(options: EvidenceOptions) -> Offer:
@@ -291,11 +292,12 @@ def toy_grid(options: EvidenceOptions) -> Offer:
             "trained: run --claims-toy-grid --claims-toy-regime paper (add --claims-device cuda "
             "on a GPU)"
         )
-    return Offer(evidence.ref, evidence, skip=skip, families=())
+    return Offer(evidence.ref, evidence, skip=skip, marks=())
 
 
 PAPER = EvidenceKind(
     name="paper",
+    settings=EvidenceOptions.checked,
     label="paper data",
     offers=paper_offers,
     sets={"paper": paper_set},
@@ -317,9 +319,12 @@ PAPER = EvidenceKind(
         "rank over at most 2^17 terms: a reordered sum moves by at most n u64 relative "
         "(u64 = 2^-53), times 32 for the p(n) factors of BLAS bounds -> 4.7e-10",
     ),
+    rerun="--claims-paper-data ../shared/paper-data",
+    marks=scheme_marks,
 )
 WEIGHTS = EvidenceKind(
     name="weights",
+    settings=EvidenceOptions.checked,
     label="recomputed weights",
     offers=weights_offers,
     sets={"weights": weights_set},
@@ -363,9 +368,12 @@ WEIGHTS = EvidenceKind(
         "(first-order bound of a d-term dot product, u32 = 2^-24), L d = 30 x 576 for SmolLM2, "
         "the deepest default model, times 2 for the softmax and the statistic on top -> 2.1e-3",
     ),
+    primary=False,
+    marks=scheme_marks,
 )
 TOY = EvidenceKind(
     name="toy",
+    settings=EvidenceOptions.checked,
     label="toys",
     offers=toy_offers,
     sets={"toy": toy_set, "toy-grid": toy_grid},
@@ -420,6 +428,8 @@ TOY = EvidenceKind(
         ),
     ),
     id_format="toy-<regime>:<scheme>-s<seed> (population: -n<seeds>)",
+    primary=False,
+    marks=scheme_marks,
 )
 #: The kinds this package ships, in report order (the one list of them).
 BUILTIN_KINDS: tuple[EvidenceKind, ...] = (PAPER, WEIGHTS, TOY)

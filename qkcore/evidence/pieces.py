@@ -21,15 +21,19 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import fnmatch
+from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
 import pandas as pd
 
+from pytest_claims.mutations import HARNESS_OPS, Mutation
+from pytest_claims.refs import ALL_MODELS, EvidenceRef
 from qkcore.analysis.headtable import TableSpec, forward_column
 from qkcore.errors import ForwardUnavailable, QKError
+from qkcore.evidence.mutations import check_tables, mutated_tables
 from qkcore.evidence.paper_data import PaperData
-from qkcore.evidence.refs import ALL_MODELS, EvidenceRef
 from qkcore.evidence.tasks import BuildTask
 from qkcore.models import LoadedModel, load_model
 from qkcore.models.toy.model import ToyConfig
@@ -81,6 +85,17 @@ class PaperEvidence:
     def build_tasks(self) -> list[BuildTask]:
         return []
 
+    def mutated(self, *mutations: Mutation, name: str = "") -> PaperEvidence | None:
+        """This model's tables changed by ``mutations`` (:mod:`pytest_claims.mutations`),
+        marked ``~name``; None where none of them touches this model. No mutations: the tables
+        as they are, re-marked; a lever: marked, its tables left to the harness."""
+        if mutations and not any(
+            m.table != "run" and fnmatch.fnmatchcase(self.ref.model, m.match) for m in mutations
+        ):
+            check_tables(mutations)
+            return None
+        return _mutated(self, mutations, name)
+
 
 @dataclass(frozen=True)
 class PaperEvidenceSet:
@@ -105,6 +120,20 @@ class PaperEvidenceSet:
 
     def build_tasks(self) -> list[BuildTask]:
         return []
+
+    def mutated(self, *mutations: Mutation, name: str = "") -> PaperEvidenceSet:
+        """Every model's tables changed by ``mutations`` (each where it matches), marked
+        ``~name``."""
+        return _mutated(self, mutations, name)
+
+
+def _mutated(piece: Any, mutations: tuple[Mutation, ...], name: str) -> Any:
+    """``piece`` marked ``~name`` on its tables changed by ``mutations`` (a lever, whose amount
+    the harness searches, leaves them as they are)."""
+    ref = replace(piece.ref, mutation=name or (mutations[0].name if mutations else ""))
+    if not mutations or mutations[0].op in HARNESS_OPS:
+        return replace(piece, ref=ref)
+    return replace(piece, ref=ref, data=mutated_tables(piece.data, mutations))
 
 
 @cache

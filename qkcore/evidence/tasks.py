@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from qkcore.evidence.refs import EvidenceRef
+from pytest_claims.refs import EvidenceRef
 
 __all__ = ["BuildTask", "Evidence"]
 

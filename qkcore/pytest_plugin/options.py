@@ -1,35 +1,18 @@
-"""The claims plugin's own flags: baseline, reports, preparation, drift, comparison.
+"""This suite's own flags: the build stage (plan, builder, executor) and its scheme filter.
 
-(The evidence kinds' flags are declared by each kind: :mod:`qkcore.evidence.params`.)
+(The evidence kinds' flags are declared by each kind, :mod:`qkcore.evidence.params`; the
+framework's - baseline, reports, drift, mutations - by :mod:`pytest_claims.options`.)
 """
 
 from __future__ import annotations
 
 import pytest
 
-__all__ = ["add_claims_options"]
+__all__ = ["add_suite_options"]
 
 
-def add_claims_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("claims", "claims report and verdict baseline")
-    group.addoption(
-        "--claims-baseline",
-        default="reports/baseline.json",
-        help="expected verdict per test id (relative to rootdir); 'none' disables the check. "
-        "Default: reports/baseline.json",
-    )
-    group.addoption(
-        "--claims-update-baseline",
-        action="store_true",
-        help="rewrite the baseline with this run's verdicts (merged into the existing file)",
-    )
-    group.addoption(
-        "--claims-report-dir",
-        default=None,
-        help="where this run's claims.json, claims.md and claims.html go (relative to rootdir). "
-        "Default: reports/runs/<UTC time>-<pid>/; a run over the whole default selection also "
-        "becomes reports/latest",
-    )
+def add_suite_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("claims-build", "the claims suite's builds (plan, build, judge)")
     group.addoption(
         "--claims-prepare",
         choices=("stream", "first", "off", "on"),
@@ -81,40 +64,4 @@ def add_claims_options(parser: pytest.Parser) -> None:
         "--claims-prepare-workers processes), dask-local[:N] (a Dask cluster of N processes "
         "started here), tcp://HOST:PORT or scheduler-file:PATH (a running Dask scheduler, whose "
         "workers write $QK_CACHE_DIR: put it on storage they all mount; docs/cluster.md)",
-    )
-    group.addoption(
-        "--claims-drift",
-        choices=("verdicts", "numbers"),
-        default="verdicts",
-        help="what fails the run against the baseline: verdicts (default; a toy population "
-        "only when its seed counts differ beyond chance) or numbers (also any paper or weights "
-        "check value that moved beyond its rounding tolerance)",
-    )
-    group.addoption(
-        "--claims-compare",
-        default=None,
-        metavar="OTHER/claims.json",
-        help="compare this run with another run's claims.json row by row and write "
-        "comparison.md beside this run's report (the same as qk-claims-compare OTHER NEW)",
-    )
-    group.addoption(
-        "--claims-mutations",
-        action="store_true",
-        help="the mutation run: every released row of a claim also runs on copies of the "
-        "tables - each declared mutation applied (id '~name'; a lever's amount searched), and "
-        "the negative controls - and mutations.md beside the report says which checks "
-        "reacted, where each verdict moved and what would decide the undecidable rows; a "
-        "problem (a check reacting to none, a lever or a control out of place) fails the run",
-    )
-    group.addoption(
-        "--claims-controls",
-        choices=("together", "each"),
-        default="together",
-        help="a mutation run's negative controls: together (default: one copy per row with all "
-        "of them) or each (one copy per control - to name the one that moved a verdict)",
-    )
-    group.addoption(
-        "--claims-report-latest",
-        action="store_true",
-        help="make this run reports/latest even when it selects only part of the suite",
     )

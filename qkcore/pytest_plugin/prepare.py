@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from pytest_claims.evidence import CLAIM_MARK
 from qkcore.engine.choose import check_executor_spec, describe_executor, is_remote, open_executor
 from qkcore.engine.planfile import Plan
 from qkcore.engine.stamps import failure_of, mark_failed
@@ -216,7 +217,7 @@ class PreparePhase:
             return
         claim_of = {}
         for item in session.items:
-            marker = item.get_closest_marker("claim")
+            marker = item.get_closest_marker(CLAIM_MARK)
             claim_of[item.nodeid] = str(marker.args[0]) if marker and marker.args else item.name
         self._start(claim_of)
 

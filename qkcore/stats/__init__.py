@@ -48,7 +48,7 @@ __all__ = [
     "spearman_rhos",
 ]
 
-# Lazy: the claims plugin reads qkcore.stats.equivalence and .printed (pure Python) on every
+# Lazy: the claims plugin reads pytest_claims.stats.equivalence and .printed (pure Python) on every
 # pytest start; scipy comes in only with the tests that compute.
 __getattr__, __dir__ = lazy_exports(
     __name__,

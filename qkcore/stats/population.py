@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from pytest_claims.stats.printed import reproduces
 from qkcore.errors import QKError
 from qkcore.stats.inference import (
     PartialSpearman,
@@ -24,7 +25,6 @@ from qkcore.stats.inference import (
     partial_spearman_rho,
     percentile_rank,
 )
-from qkcore.stats.printed import reproduces
 
 __all__ = [
     "head_name",
@@ -110,5 +110,5 @@ def partial_rho_ci(
 
 def rounds_to(value: float, paper: float, decimals: int) -> bool:
     """True when ``value`` prints as the paper's number printed to ``decimals`` places (the one
-    rounding rule, :func:`qkcore.stats.printed.reproduces`)."""
+    rounding rule, :func:`pytest_claims.stats.printed.reproduces`)."""
     return reproduces(value, "==", f"{paper:.{decimals}f}")

@@ -32,7 +32,7 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 INTERRUPTING = """
 import os, signal
-from qkcore.pytest_plugin import claim
+from pytest_claims import claim
 
 
 @claim("X1", evidence=("paper",), columns=("prev",))
@@ -139,7 +139,7 @@ def test_compare_refuses_a_report_it_cannot_read(tmp_path, payload, message):
     good = _claims_json(tmp_path / "good.json", {"schema": "qk-claims/2", "results": []})
     bad = _claims_json(tmp_path / "bad.json", payload)
     run = subprocess.run(
-        [sys.executable, "-m", "qkcore.pytest_plugin.compare", str(good), str(bad)],
+        [sys.executable, "-m", "pytest_claims.compare", str(good), str(bad)],
         capture_output=True,
         text=True,
         check=False,
@@ -158,7 +158,7 @@ def test_compare_into_a_missing_folder_says_so(tmp_path):
         [
             sys.executable,
             "-m",
-            "qkcore.pytest_plugin.compare",
+            "pytest_claims.compare",
             str(good),
             str(good),
             "-o",
@@ -186,7 +186,7 @@ def test_a_bad_report_given_to_claims_compare_is_a_usage_error(pytester, tables,
 
 HOSTILE = """
 from qkcore.errors import QKError
-from qkcore.pytest_plugin import claim
+from pytest_claims import claim
 
 
 @claim("X1", evidence=("paper",), models=("gpt2",))
@@ -213,7 +213,7 @@ def test_outside_text_is_inert_in_the_markdown_reports(pytester, tables):
 def test_a_backtick_in_an_id_cannot_close_its_code_span(tmp_path):
     """#44.3: comparison.md (what docs/ci.md posts as a PR comment) wrote node ids in single
     backticks: one inside the id closed the span and the rest rendered as markdown."""
-    from qkcore.pytest_plugin.compare import write_comparison
+    from pytest_claims.compare import write_comparison
 
     nodeid = "claims/t.py::test[weights:a`b<img src=x onerror=alert(1)>]"
     row = {"nodeid": nodeid, "claim": "X1", "evidence": "weights:a`b", "verdict": "supported"}
@@ -324,7 +324,7 @@ def test_bad_input_inside_a_claim_is_one_line_not_a_traceback(pytester, tables):
     pytester.makepyfile(
         test_x1='''
 from qkcore.errors import QKError
-from qkcore.pytest_plugin import claim
+from pytest_claims import claim
 
 
 @claim("X1", evidence=("paper",), models=("gpt2",))

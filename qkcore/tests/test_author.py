@@ -1,7 +1,9 @@
 """The claim author's API from the outside: a suite that installs qkcore and writes claims.
 
 Each test builds a small suite with pytester - a catalogue, a claim file, a folder of released
-tables made here - and runs it with the plugin loaded through its ``pytest11`` entry point only.
+tables made here - and runs it with the framework loaded through its ``pytest11`` entry point
+and this paper's plugin through ``PYTEST_PLUGINS`` (qkcore/tests/conftest.py), as a suite of
+the paper's claims would name it in its conftest.py.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ printed = { "D_head percentile of the top prev head" = { gpt2 = "0.33" } }
 
 #: A complete claim on existing evidence, as README shows it: 13 lines.
 CLAIM = '''
-from qkcore.pytest_plugin import claim
+from pytest_claims import claim
 from qkcore.stats.population import top_k_percentile
 
 
@@ -194,9 +196,9 @@ def test_a_claim_missing_from_the_catalogue_fails_collection_with_the_fix(pytest
 KIND_PLUGIN = """
 from dataclasses import dataclass
 
-from qkcore.evidence.kinds import EvidenceKind, Offer, Option
-from qkcore.evidence.refs import EvidenceRef
-from qkcore.pytest_plugin import add_kind_options
+from pytest_claims.kinds import EvidenceKind, Offer, Option
+from pytest_claims.refs import EvidenceRef
+from pytest_claims import add_kind_options
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,7 @@ class Constant:
 
 
 def offers(options, request):
-    scale = options.extra["const_scale"]
+    scale = options.const_scale
     return [Offer(EvidenceRef("const", f"c{i}", "rope"), Constant(
         EvidenceRef("const", f"c{i}", "rope"), scale * i)) for i in (1, 2)]
 
@@ -218,6 +220,7 @@ CONST = EvidenceKind(
     "const", "constants", offers,
     options=(Option("--claims-const-scale", {"type": float, "default": 0.1}),),
     id_format="const:c<i>",
+    marks=lambda ref: (ref.scheme,),  # -m rope selects the RoPE constants
 )
 
 
@@ -230,7 +233,7 @@ def pytest_claims_evidence_kinds():
 """
 
 KIND_CLAIM = """
-from qkcore.pytest_plugin import claim
+from pytest_claims import claim
 
 
 @claim("X1", evidence=("const",))
@@ -249,7 +252,5 @@ def test_a_suite_adds_an_evidence_kind_with_its_flag_marker_and_report_column(py
     assert rows["const:c2"]["verdict"] == "refuted"
     assert rows["const:c1"]["evidence_kind"] == "const"
     markdown = (pytester.path / "rep" / "claims.md").read_text()
-    assert (
-        "| claim | statement | paper data | recomputed weights | toys | constants | other |"
-        in markdown
-    )
+    header = next(line for line in markdown.splitlines() if line.startswith("| claim |"))
+    assert header.count("|") == 8 and "| constants |" in header and "| paper data |" in header

@@ -65,7 +65,7 @@ def test_adding_or_renaming_a_module_changes_the_digest(package_copy):
         renamed.rename(spectra)
 
 
-@pytest.mark.parametrize("module", ["tests/test_spectra.py", "pytest_plugin/baseline.py"])
+@pytest.mark.parametrize("module", ["tests/test_spectra.py", "pytest_plugin/prepare.py"])
 def test_code_that_only_judges_does_not_name_the_code(package_copy, module):
     """Tests and the plugin read entries and judge them; editing them must keep the cache."""
     base = package_digest(package_copy)

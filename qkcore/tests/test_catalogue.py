@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from qkcore.pytest_plugin.catalogue import (
+from pytest_claims.catalogue import (
     Catalogue,
     ClaimEntry,
     catalogue_table,
     readme_with_table,
 )
+from pytest_claims.evidence import CLAIM_MARK
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOGUE = REPO / "claims" / "catalogue.toml"
@@ -33,7 +34,7 @@ def _claim_tests() -> Iterator[tuple[str, Any, ClaimEntry]]:
         module = importlib.import_module(f"claims.{path.stem}")
         for name, function in sorted(vars(module).items()):
             for mark in getattr(function, "pytestmark", []):
-                if mark.name == "claim" and "entry" in mark.kwargs:
+                if mark.name == CLAIM_MARK and "entry" in mark.kwargs:
                     yield f"{path.name}::{name}", function, mark.kwargs["entry"]
 
 
@@ -180,7 +181,7 @@ def test_the_vocabulary_is_one_meaning_per_word_with_its_source():
 
 
 def test_a_claim_that_redeclares_a_shared_term_is_refused(tmp_path: Path):
-    from qkcore.pytest_plugin.checks import CheckError
+    from pytest_claims.checks import CheckError
 
     path = tmp_path / "catalogue.toml"
     path.write_text(
@@ -199,7 +200,7 @@ def _catalogue(tmp_path: Path, text: str) -> Catalogue:
 
 
 def test_a_shared_print_is_every_claims_and_none_may_reprint_it(tmp_path: Path):
-    from qkcore.pytest_plugin.checks import CheckError
+    from pytest_claims.checks import CheckError
 
     shared = '[printed]\n"median" = { gpt2 = "0.21", "pythia-1.4b" = "0.85" }\n'
     catalogue = _catalogue(
@@ -222,7 +223,7 @@ def test_a_shared_print_is_every_claims_and_none_may_reprint_it(tmp_path: Path):
 def test_a_dotted_bare_key_in_a_print_is_refused_with_the_fix(tmp_path: Path):
     """``pythia-1.4b = "0.85"`` is TOML for ``pythia-1`` -> ``4b``: the loader names the fix
     instead of a print no model ever finds."""
-    from qkcore.pytest_plugin.checks import CheckError
+    from pytest_claims.checks import CheckError
 
     with pytest.raises(CheckError, match="quote a key with a dot"):
         _catalogue(
@@ -245,7 +246,7 @@ def test_prints_that_are_not_a_table_are_refused_where_they_are(
 ):
     """``printed = "0.21"`` names no number: the loader says which table is wrong and shows
     the form, where it once skipped it and every lookup found nothing."""
-    from qkcore.pytest_plugin.checks import CheckError
+    from pytest_claims.checks import CheckError
 
     with pytest.raises(CheckError, match=where + r" maps a printed number's name to its text"):
         _catalogue(tmp_path, text)
@@ -257,7 +258,7 @@ FINDINGS = REPO / "claims" / "findings.toml"
 def test_every_finding_of_the_paper_is_judged_or_says_why_not():
     """The findings map, the catalogue and the paper agree: every ID it names exists, every
     claim on a paper sentence judges some finding, every line range is inside the paper."""
-    from qkcore.pytest_plugin.coverage import findings_problems, read_findings
+    from pytest_claims.coverage import findings_problems, read_findings
 
     tex = SHARED / "paper-source" / "qk_spectral.tex"
     lines = tex.read_text(encoding="utf-8").count("\n") + 1 if tex.is_file() else None
@@ -267,7 +268,7 @@ def test_every_finding_of_the_paper_is_judged_or_says_why_not():
 
 
 def test_the_docs_show_the_findings_map_as_it_is():
-    from qkcore.pytest_plugin.coverage import findings_table, read_findings, readme_with_findings
+    from pytest_claims.coverage import findings_table, read_findings, readme_with_findings
 
     readme = (REPO / "docs" / "claims.md").read_text(encoding="utf-8")
     table = findings_table(read_findings(FINDINGS))
@@ -285,8 +286,8 @@ def test_the_docs_show_the_findings_map_as_it_is():
     ],
 )
 def test_a_malformed_finding_is_one_clear_error(tmp_path: Path, row: str, message: str):
-    from qkcore.pytest_plugin.checks import CheckError
-    from qkcore.pytest_plugin.coverage import read_findings
+    from pytest_claims.checks import CheckError
+    from pytest_claims.coverage import read_findings
 
     path = tmp_path / "findings.toml"
     path.write_text(f"[[finding]]\n{row}\n", encoding="utf-8")

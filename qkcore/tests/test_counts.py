@@ -7,14 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import fisher_exact
 
-from qkcore.errors import QKError
-from qkcore.pytest_plugin.drift import (
+from pytest_claims.drift import (
     ALPHA_CHANGE,
     SeedCounts,
     count_change_p,
     side_change_p,
     size_of_change_test,
 )
+from pytest_claims.errors import ClaimsError
 
 
 @st.composite
@@ -62,7 +62,7 @@ def test_the_issue_cases():
 
 
 def test_bad_counts_are_one_error():
-    with pytest.raises(QKError, match="negative"):
+    with pytest.raises(ClaimsError, match="negative"):
         SeedCounts(supported=-1)
-    with pytest.raises(QKError, match="out of range"):
+    with pytest.raises(ClaimsError, match="out of range"):
         side_change_p(9, 8, 0, 8)

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_claims.kinds import EvidenceRequest
 from qkcore.errors import QKError
-from qkcore.evidence.kinds import EvidenceRequest
 from qkcore.evidence.options import EvidenceOptions
 from qkcore.evidence.params import paper_offers, paper_set
 from qkcore.evidence.pieces import PaperEvidence

@@ -10,8 +10,8 @@ import scipy.stats
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qkcore import QKError
-from qkcore.stats.equivalence import (
+from pytest_claims.errors import ClaimsError
+from pytest_claims.stats.equivalence import (
     equivalence,
     family,
     normal_interval,
@@ -111,11 +111,11 @@ def test_power_to_show_absence_grows_with_n():
 
 
 def test_bad_margins_and_samples_are_errors_naming_the_fix():
-    with pytest.raises(QKError, match="positive"):
+    with pytest.raises(ClaimsError, match="positive"):
         equivalence(0.0, (0.0, 0.0), -0.1)
-    with pytest.raises(QKError, match="low < high"):
+    with pytest.raises(ClaimsError, match="low < high"):
         equivalence(0.0, (0.0, 0.0), (0.2, 0.1))
-    with pytest.raises(QKError, match="n - 3"):
+    with pytest.raises(ClaimsError, match="n - 3"):
         spearman_interval(0.1, 3)
 
 

@@ -14,6 +14,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]  # the qkcore package folder
 REPO = ROOT.parent
+FRAMEWORK = REPO / "pytest_claims"  # the claims framework: knows no paper, no numerics
+#: What the framework may import at module level besides the standard library and itself: it
+#: loads light in every pytest session (numerical packages only inside the functions that use
+#: them: pandas for a mutation, scipy for a population's drift, matplotlib for a figure).
+FRAMEWORK_THIRD_PARTY = {"pytest", "pluggy"}
+#: The framework's modules with no pytest in them: the judging rules, the identity of a piece
+#: of evidence, what a kind declares, the mutation grammar, the one atomic write - what this
+#: suite's computing layers may use.
+FRAMEWORK_PURE = (
+    "pytest_claims.errors",
+    "pytest_claims.stats",
+    "pytest_claims.refs",
+    "pytest_claims.kinds",
+    "pytest_claims.mutations",
+    "pytest_claims.files",
+)
 
 #: Layer of each top-level part of qkcore; an import may only point to a lower layer or stay
 #: inside its own part.
@@ -149,7 +165,7 @@ def test_numerical_core_imports_no_model_machinery_at_module_level():
             continue
         for target, _, module_level in imports_of(path, name):
             root = target.split(".")[0]
-            known = allowed | {"qkcore", "__future__"} | sys.stdlib_module_names
+            known = allowed | {"qkcore", "pytest_claims", "__future__"} | sys.stdlib_module_names
             if module_level and root not in known:
                 wrong.append(f"{name} imports {target}")
     assert not wrong, "\n".join(wrong)
@@ -204,3 +220,50 @@ def test_nothing_imports_xdist_internals():
             ):
                 wrong.append(f"{path.relative_to(REPO)} imports {target} {names}")
     assert not wrong, "\n".join(wrong)
+
+
+def framework_modules() -> dict[str, Path]:
+    return {
+        module_name(path): path
+        for path in sorted(FRAMEWORK.rglob("*.py"))
+        if "tests" not in path.relative_to(FRAMEWORK).parts
+    }
+
+
+def test_the_framework_knows_no_paper_and_loads_light():
+    """pytest_claims imports nothing of this suite - no qkcore, no claims, at any depth of a
+    function - and at module level nothing but the standard library, pytest and pluggy."""
+    wrong = []
+    for name, path in framework_modules().items():
+        for target, _, module_level in imports_of(path, name):
+            root = target.split(".")[0]
+            if root in ("qkcore", "claims"):
+                wrong.append(f"{name} imports {target}")
+            elif module_level and root not in (
+                FRAMEWORK_THIRD_PARTY | {"pytest_claims", "__future__"} | sys.stdlib_module_names
+            ):
+                wrong.append(f"{name} imports {target} at module level")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_suite_computes_with_the_frameworks_pure_modules_only():
+    """This suite's computing layers may use the framework's pure modules (the judging rules,
+    an evidence ref, the mutation grammar); only its plugin and tests use the rest."""
+    wrong = []
+    for name, path in library_modules().items():
+        if name.startswith("qkcore.pytest_plugin"):
+            continue
+        for target, _, _ in imports_of(path, name):
+            if target.startswith("pytest_claims") and not target.startswith(FRAMEWORK_PURE):
+                wrong.append(f"{name} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_frameworks_pure_modules_import_no_pytest():
+    wrong = [
+        name
+        for name, path in framework_modules().items()
+        if name.startswith(FRAMEWORK_PURE)
+        and any(target.split(".")[0] == "pytest" for target, _, _ in imports_of(path, name))
+    ]
+    assert not wrong, f"pure framework modules importing pytest: {wrong}"

@@ -1,7 +1,8 @@
-"""The plugin is light and general: every pytest run in an environment with qkcore installed
-loads it (``pytest11``), so loading it must cost no numerical package, its flags must not
-collide with anyone's, and a suite of claims on its own evidence kind must run where torch is
-not installed at all.
+"""The framework is light and general: every pytest run in an environment with pytest_claims
+installed loads it (``pytest11``), so loading it must cost no numerical package, its flags must
+not collide with anyone's, it must offer none of this paper's, and a suite of claims on its own
+evidence kind must run where torch is not installed at all. This paper's plugin
+(``qkcore.pytest_plugin``) is light to load as well.
 
 Each check runs in a fresh interpreter: this process has long since imported everything.
 """
@@ -15,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from qkcore.errors import QKError
-from qkcore.evidence.kinds import FLAG_PREFIX, Option
+from pytest_claims.errors import ClaimsError
+from pytest_claims.kinds import FLAG_PREFIX, Option
 from qkcore.tests.test_author import CATALOGUE, KIND_CLAIM, KIND_PLUGIN
 
 pytest_plugins = ["pytester"]
@@ -65,7 +66,8 @@ def _loaded_after(code: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_loading_the_plugin_imports_no_numerical_package():
+def test_loading_the_plugins_imports_no_numerical_package():
+    assert _loaded_after("import pytest_claims.plugin") == []
     assert _loaded_after("import qkcore.pytest_plugin") == []
 
 
@@ -76,6 +78,7 @@ def test_the_package_facades_import_on_first_use():
     assert "scipy" in _loaded_after("from qkcore.stats import spearman_exact")
 
 
+@pytest.mark.framework_alone
 def test_a_suite_without_claims_pays_nothing_for_the_plugin(pytester: pytest.Pytester):
     """An unrelated suite in the same environment: the plugin is loaded (its options are
     there) and nothing heavy is imported by the end of the session."""
@@ -98,6 +101,7 @@ def pytest_sessionfinish(session):
     assert json.loads((pytester.path / "heavy.json").read_text()) == []
 
 
+@pytest.mark.framework_alone
 def test_a_suite_with_its_own_kind_runs_without_the_numerical_stack(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ):
@@ -133,19 +137,36 @@ def test_a_suite_with_its_own_kind_runs_without_the_numerical_stack(
     }
 
 
-def test_every_flag_of_the_plugin_is_prefixed():
-    """``pytest --help``: every flag of the plugin's two groups starts with ``--claims-``, so
-    none can collide with another plugin's or a conftest's."""
+def _help(*plugins: str) -> str:
+    """``pytest --help`` outside this repository (no conftest.py): the framework through its
+    entry point, and ``plugins`` by ``-p``."""
+    loads = [arg for plugin in plugins for arg in ("-p", plugin)]
+    command = [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider", *loads]
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
+        command, capture_output=True, text=True, check=True, timeout=120, cwd=Path("/")
     )
-    groups = ("claims report and verdict baseline:", "evidence sources of the claims suite:")
+    return done.stdout
+
+
+def test_the_framework_alone_offers_none_of_the_papers_flags():
+    """A suite that installs the framework sees its report and baseline flags, and no flag,
+    group or marker of this paper (its data, models, toys, builds, schemes)."""
+    alone, with_paper = _help(), _help("qkcore.pytest_plugin")
+    assert "--claims-baseline" in alone
+    for papers in ("--claims-paper-data", "--claims-model", "--claims-toy", "--claims-prepare"):
+        assert papers not in alone and papers in with_paper
+
+
+def test_every_flag_of_the_plugins_is_prefixed():
+    """``pytest --help``: every flag of the framework's and this paper's groups starts with
+    ``--claims-``, so none can collide with another plugin's or a conftest's."""
+    groups = (
+        "claims report and verdict baseline:",
+        "evidence kinds of the claims suite:",
+        "the claims suite's builds (plan, build, judge):",
+    )
     flags, inside = [], False
-    for line in done.stdout.splitlines():
+    for line in _help("qkcore.pytest_plugin").splitlines():
         if line.strip() in groups:
             inside = True
         elif inside and line and not line.startswith(" "):
@@ -157,5 +178,5 @@ def test_every_flag_of_the_plugin_is_prefixed():
 
 
 def test_a_kind_flag_without_the_prefix_is_refused_with_the_name_to_use():
-    with pytest.raises(QKError, match=r"must start with '--claims-'.*--claims-const-scale"):
+    with pytest.raises(ClaimsError, match=r"must start with '--claims-'.*--claims-const-scale"):
         Option("--const-scale", {"type": float})

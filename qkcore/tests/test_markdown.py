@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qkcore.pytest_plugin.reports.markdown import cell, code
+from pytest_claims.reports.markdown import cell, code
 
 pytestmark = pytest.mark.adversarial
 

@@ -8,8 +8,9 @@ import pytest
 
 CLAIM_TESTS = '''
 import pytest
-from qkcore.evidence.refs import EvidenceRef
-from qkcore.pytest_plugin.evidence import evidence_params
+from pytest_claims.refs import EvidenceRef
+from pytest_claims.evidence import evidence_params
+from qkcore.evidence.families import scheme_marks
 
 REFS = [
     EvidenceRef("paper", "gpt2", "ape"),
@@ -19,18 +20,18 @@ REFS = [
 VALUES = {"paper:gpt2": 0.21, "paper:pythia-410m": 0.89, "toy:alibi-s0": 0.95}
 
 
-@pytest.mark.claim("S6a", section="6", statement="strongest prev heads are rotational")
-@pytest.mark.parametrize("ref", evidence_params(REFS))
-def test_rotational(ref, claim_record):
+@pytest.mark.claims_claim("S6a", section="6", statement="strongest prev heads are rotational")
+@pytest.mark.parametrize("ref", evidence_params(REFS, scheme_marks))
+def test_rotational(ref, claims_recorder):
     """Median D_head percentile of the top-5 prev heads >= 0.8."""
     value = VALUES[ref.evidence_id]
-    claim_record.check("median pct", value, ">=", 0.8, kind="statement", paper=0.89, n=5)
-    claim_record.check("median pct as printed", value, "==", "0.89", kind="number")
-    claim_record.plot("pct by scheme", ref.family, ref.family, value, kind="strip")
+    claims_recorder.check("median pct", value, ">=", 0.8, kind="statement", paper=0.89, n=5)
+    claims_recorder.check("median pct as printed", value, "==", "0.89", kind="number")
+    claims_recorder.plot("pct by scheme", ref.scheme, ref.scheme, value, kind="strip")
 
 
-@pytest.mark.claim("F4", section="3", statement="null")
-def test_unavailable(claim_record):
+@pytest.mark.claims_claim("F4", section="3", statement="null")
+def test_unavailable(claims_recorder):
     pytest.skip("paper data not found: set QK_PAPER_DATA")
 '''
 
@@ -216,18 +217,18 @@ def test_claim_test_that_records_nothing_is_an_error(pytester: pytest.Pytester):
         test_empty="""
 import pytest
 
-@pytest.mark.claim("S5a", section="5", statement="x")
-def test_asserts_nothing(claim_record):
+@pytest.mark.claims_claim("S5a", section="5", statement="x")
+def test_asserts_nothing(claims_recorder):
     assert True
 
-@pytest.mark.claim("S5b", section="5", statement="y")
-def test_crashes(claim_record):
-    claim_record.measure("v", 1.0)
+@pytest.mark.claims_claim("S5b", section="5", statement="y")
+def test_crashes(claims_recorder):
+    claims_recorder.measure("v", 1.0)
     raise RuntimeError("weights file truncated")
 
-@pytest.mark.claim("S5c", section="5", statement="z")
-def test_bare_assert_only(claim_record):
-    claim_record.measure("v", 0.1)
+@pytest.mark.claims_claim("S5c", section="5", statement="z")
+def test_bare_assert_only(claims_recorder):
+    claims_recorder.measure("v", 0.1)
     assert 0.1 > 0.5
 """
     )
@@ -251,38 +252,40 @@ KINDS_TESTS = """
 import pytest
 
 
-@pytest.mark.claim("S9b", section="9", statement="premise fails")
-def test_premise(claim_record):
-    claim_record.check("induction heads present", 0, ">=", 1, kind="premise")
-    claim_record.check("statistic", 0.1, ">=", 0.5, kind="statement")
+@pytest.mark.claims_claim("S9b", section="9", statement="premise fails")
+def test_premise(claims_recorder):
+    claims_recorder.check("induction heads present", 0, ">=", 1, kind="premise")
+    claims_recorder.check("statistic", 0.1, ">=", 0.5, kind="statement")
 
 
-@pytest.mark.claim("S6c", section="6", statement="power fails")
-def test_power(claim_record):
-    claim_record.check("power against rho = 0.47", 0.3, ">=", 0.8, kind="power", effect="rho 0.47")
-    claim_record.check("p", 0.5, "<=", 0.05, kind="statement")
+@pytest.mark.claims_claim("S6c", section="6", statement="power fails")
+def test_power(claims_recorder):
+    claims_recorder.check(
+        "power against rho = 0.47", 0.3, ">=", 0.8, kind="power", effect="rho 0.47"
+    )
+    claims_recorder.check("p", 0.5, "<=", 0.05, kind="statement")
 
 
-@pytest.mark.claim("S5c", section="5", statement="interval straddles")
-def test_interval(claim_record):
-    claim_record.check("rho", -0.2, "<", 0.0, kind="statement", interval=(-0.4, 0.1))
+@pytest.mark.claims_claim("S5c", section="5", statement="interval straddles")
+def test_interval(claims_recorder):
+    claims_recorder.check("rho", -0.2, "<", 0.0, kind="statement", interval=(-0.4, 0.1))
 
 
-@pytest.mark.claim("S9c", section="9", statement="print differs, statement holds")
-def test_number_only(claim_record):
-    claim_record.check("timing", 1000, "==", 1000, kind="statement")
-    claim_record.check("behaviour at formation", 0.957, "==", "0.95", kind="number")
+@pytest.mark.claims_claim("S9c", section="9", statement="print differs, statement holds")
+def test_number_only(claims_recorder):
+    claims_recorder.check("timing", 1000, "==", 1000, kind="statement")
+    claims_recorder.check("behaviour at formation", 0.957, "==", "0.95", kind="number")
 
 
-@pytest.mark.claim("S7", section="7", statement="bare assert")
-def test_bare_assert(claim_record):
-    claim_record.check("x", 1.0, ">", 0.0, kind="statement")
+@pytest.mark.claims_claim("S7", section="7", statement="bare assert")
+def test_bare_assert(claims_recorder):
+    claims_recorder.check("x", 1.0, ">", 0.0, kind="statement")
     assert 1.0 < 0.0
 
 
-@pytest.mark.claim("S8a", section="8", statement="no statement")
-def test_no_statement(claim_record):
-    claim_record.check("x", 1.0, "==", "1.0", kind="number")
+@pytest.mark.claims_claim("S8a", section="8", statement="no statement")
+def test_no_statement(claims_recorder):
+    claims_recorder.check("x", 1.0, "==", "1.0", kind="number")
 """
 
 
@@ -313,9 +316,9 @@ def test_check_called_wrongly_is_a_test_error(pytester: pytest.Pytester):
         test_wrong="""
 import pytest
 
-@pytest.mark.claim("F1", section="3", statement="x")
-def test_number_without_text(claim_record):
-    claim_record.check("v", 0.5, "==", 0.5, kind="number")
+@pytest.mark.claims_claim("F1", section="3", statement="x")
+def test_number_without_text(claims_recorder):
+    claims_recorder.check("v", 0.5, "==", 0.5, kind="number")
 """
     )
     run(pytester).assert_outcomes(failed=1)
@@ -368,8 +371,9 @@ def test_partial_run_keeps_latest_and_says_where_its_report_went(pytester: pytes
 
 SEED_TESTS = """
 import pytest
-from qkcore.evidence.refs import EvidenceRef
-from qkcore.pytest_plugin.evidence import evidence_params
+from pytest_claims.refs import EvidenceRef
+from pytest_claims.evidence import evidence_params
+from qkcore.evidence.families import scheme_marks
 
 # rope: 8 of 8 seeds support; ape: 6 of 8 (7 are needed at n = 8)
 VALUES = {f"toy:rope-s{i}": 0.9 for i in range(8)} | {"toy:rope-s1": 0.85}
@@ -377,10 +381,10 @@ VALUES |= {f"toy:ape-s{i}": 0.9 for i in range(8)} | {"toy:ape-s1": 0.1, "toy:ap
 REFS = [EvidenceRef("toy", scheme, scheme, seed=i) for scheme in ("rope", "ape") for i in range(8)]
 
 
-@pytest.mark.claim("S6a", section="6", statement="rotational")
-@pytest.mark.parametrize("ref", evidence_params(REFS))
-def test_seed(ref, claim_record):
-    claim_record.check("pct", VALUES[ref.evidence_id], ">=", 0.8, kind="statement")
+@pytest.mark.claims_claim("S6a", section="6", statement="rotational")
+@pytest.mark.parametrize("ref", evidence_params(REFS, scheme_marks))
+def test_seed(ref, claims_recorder):
+    claims_recorder.check("pct", VALUES[ref.evidence_id], ">=", 0.8, kind="statement")
 """
 
 
@@ -415,7 +419,7 @@ def test_toy_seeds_are_judged_as_populations(pytester: pytest.Pytester):
 
 
 def test_population_rule():
-    from qkcore.pytest_plugin.populations import population_verdict
+    from pytest_claims.populations import population_verdict
 
     assert population_verdict(dict.fromkeys("abcde", "refuted"))[0] == "refuted"
     assert population_verdict(dict.fromkeys("abcd", "supported"))[0] == "inconclusive"
@@ -439,7 +443,7 @@ def test_population_rule():
 def test_agreement_needed_is_the_smallest_count_whose_binomial_tail_is_below_alpha(n):
     from scipy.stats import binom
 
-    from qkcore.pytest_plugin.populations import ALPHA, agreement_needed, binomial_tail
+    from pytest_claims.populations import ALPHA, agreement_needed, binomial_tail
 
     needed = agreement_needed(n)
     tails = {k: binom.sf(k - 1, n, 0.5) for k in range(n + 1)}
@@ -485,8 +489,8 @@ def test_a_closed_forward_door_skips_with_its_reason(pytester: pytest.Pytester):
 import pytest
 from qkcore.errors import ForwardUnavailable
 
-@pytest.mark.claim("F2", section="3", statement="scores rebuild")
-def test_scores(claim_record):
+@pytest.mark.claims_claim("F2", section="3", statement="scores rebuild")
+def test_scores(claims_recorder):
     raise ForwardUnavailable("weights:tiny: no forward door - bloom cannot be hooked")
 """
     )
@@ -500,20 +504,21 @@ def test_scores(claim_record):
 POPULATION_TESTS = """
 import json, pathlib
 import pytest
-from qkcore.evidence.refs import EvidenceRef
-from qkcore.pytest_plugin.evidence import evidence_params
+from pytest_claims.refs import EvidenceRef
+from pytest_claims.evidence import evidence_params
+from qkcore.evidence.families import scheme_marks
 
 # each seed's verdict, from a file the test rewrites between runs
 SIDES = json.loads(pathlib.Path("sides.json").read_text())
 REFS = [EvidenceRef("toy", "rope", "rope", seed=i) for i in range(len(SIDES))]
 
 
-@pytest.mark.claim("P3", section="press", statement="a population")
-@pytest.mark.parametrize("ref", evidence_params(REFS))
-def test_population(ref, claim_record):
+@pytest.mark.claims_claim("P3", section="press", statement="a population")
+@pytest.mark.parametrize("ref", evidence_params(REFS, scheme_marks))
+def test_population(ref, claims_recorder):
     side = SIDES[ref.seed]
     value = {"supported": 0.9, "refuted": 0.1}.get(side, 0.5)
-    claim_record.check("pct", value, ">=", 0.8, kind="statement",
+    claims_recorder.check("pct", value, ">=", 0.8, kind="statement",
                        interval=(0.7, 0.9) if side == "inconclusive" else None)
 """
 
@@ -598,16 +603,19 @@ def test_counts_that_shift_beyond_chance_are_red_even_when_the_verdict_stands(
 DETERMINISTIC_TESTS = """
 import json, pathlib
 import pytest
-from qkcore.evidence.refs import EvidenceRef
-from qkcore.pytest_plugin.evidence import evidence_params
+from pytest_claims.refs import EvidenceRef
+from pytest_claims.evidence import evidence_params
+from qkcore.evidence.families import scheme_marks
 
 VALUE = json.loads(pathlib.Path("value.json").read_text())
 
 
-@pytest.mark.claim("S6b", section="6", statement="a number")
-@pytest.mark.parametrize("ref", evidence_params([EvidenceRef("paper", "gpt2", "ape")]))
-def test_number(ref, claim_record):
-    claim_record.check("rho", VALUE, ">=", 0.3, kind="statement")
+@pytest.mark.claims_claim("S6b", section="6", statement="a number")
+@pytest.mark.parametrize(
+    "ref", evidence_params([EvidenceRef("paper", "gpt2", "ape")], scheme_marks)
+)
+def test_number(ref, claims_recorder):
+    claims_recorder.check("rho", VALUE, ">=", 0.3, kind="statement")
 """
 
 
@@ -620,9 +628,9 @@ def test_a_deterministic_value_is_listed_only_beyond_its_tolerance(
 ):
     """Paper values tolerate 4.7e-10 (float64 sums over <= 2^17 terms): 1e-12 is rounding,
     1e-6 is not. Beyond it the value is listed, and red only under --claims-drift=numbers."""
-    from qkcore.pytest_plugin.drift import TOLERANCES
+    from qkcore.evidence.params import PAPER
 
-    assert 1e-12 < TOLERANCES["paper"].rtol < 1e-6
+    assert PAPER.tolerance is not None and 1e-12 < PAPER.tolerance.rtol < 1e-6
     pytester.makepyfile(test_det=DETERMINISTIC_TESTS)
     (pytester.path / "value.json").write_text(json.dumps(0.5))
     assert run(pytester, "--claims-update-baseline").ret == 0
@@ -665,7 +673,7 @@ def test_a_schema_1_baseline_is_read_and_compared_by_verdict(pytester: pytest.Py
 
 def test_two_runs_compared_as_markdown(pytester: pytest.Pytester):
     """The model-update workflow: two runs, different evidence names, paired and compared."""
-    from qkcore.pytest_plugin.compare import main
+    from pytest_claims.compare import main
 
     pytester.makepyfile(
         test_det=DETERMINISTIC_TESTS.replace('"paper", "gpt2"', '"weights", "m-q4"')
@@ -715,7 +723,7 @@ def test_a_comparison_with_no_report_is_one_usage_error(pytester: pytest.Pyteste
 
 
 def _check(name, outcome_pass, kind, **kw):
-    from qkcore.pytest_plugin.checks import judge
+    from pytest_claims.checks import judge
 
     value = 1.0 if outcome_pass else 0.0
     return judge(name, value, ">=", 0.5, kind=kind, **kw)
@@ -733,7 +741,7 @@ def _check(name, outcome_pass, kind, **kw):
     ],
 )
 def test_a_failed_power_check_withholds_only_what_it_guards(guards, statement_holds, verdict):
-    from qkcore.pytest_plugin.checks import verdict_of
+    from pytest_claims.checks import verdict_of
 
     checks = [
         _check("power", False, "power", effect="rho = 0.47", guards=guards),
@@ -743,7 +751,7 @@ def test_a_failed_power_check_withholds_only_what_it_guards(guards, statement_ho
 
 
 def test_a_reversed_effect_refutes_without_power():
-    from qkcore.pytest_plugin.checks import verdict_of
+    from pytest_claims.checks import verdict_of
 
     checks = [
         _check("power", False, "power", effect="rho = 0.47", guards="refuted"),
@@ -755,7 +763,7 @@ def test_a_reversed_effect_refutes_without_power():
 
 
 def test_a_power_check_must_name_its_effect():
-    from qkcore.pytest_plugin.checks import CheckError, judge
+    from pytest_claims.checks import CheckError, judge
 
     with pytest.raises(CheckError, match="names no effect"):
         judge("smallest attainable p", 0.01, "<=", 0.05, kind="power")
@@ -764,11 +772,11 @@ def test_a_power_check_must_name_its_effect():
 
 
 def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogues():
-    from qkcore.evidence.refs import EvidenceRef
-    from qkcore.pytest_plugin.checks import judge
-    from qkcore.pytest_plugin.reports.errata import render_errata
-    from qkcore.pytest_plugin.reports.findings import errata
-    from qkcore.pytest_plugin.row import ClaimResult
+    from pytest_claims.checks import judge
+    from pytest_claims.refs import EvidenceRef
+    from pytest_claims.reports.errata import render_errata
+    from pytest_claims.reports.findings import errata
+    from pytest_claims.row import ClaimResult
 
     def row(claim, section, ref, value, printed):
         check = judge("median", value, "==", printed, kind="number")
@@ -783,6 +791,17 @@ def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogu
             checks=[check],
         )
 
+    from pytest_claims.reports.setup import ReportSetup
+    from qkcore.pytest_plugin import SECTIONS
+
+    # what this suite's plugin gives the framework: its columns, press and companion apart,
+    # its weights and toys analogues, and the arguments that re-run a paper row
+    setup = ReportSetup(
+        columns=[("paper", "paper data"), ("weights", "weights"), ("toy", "toys")],
+        sections=SECTIONS,
+        primary=("paper",),
+        rerun={"paper": "--claims-paper-data ../shared/paper-data"},
+    )
     paper = EvidenceRef(kind="paper", model="gpt2", scheme="ape")
     weights = EvidenceRef(kind="weights", model="smollm2-135m", scheme="rope")
     found = errata(
@@ -790,15 +809,16 @@ def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogu
             row("P1", "press", paper, 7, "8"),
             row("F2", "3", weights, 1.6e-5, "1e-6"),
             row("S6a", "6", paper, 0.79, "0.80"),
-        ]
+        ],
+        setup,
     )
     assert [(e["claim"], e["class"]) for e in found] == [
         ("S6a", "slip"),
         ("F2", "analogue"),
         ("P1", "press"),
     ]
-    text = render_errata(found, created="2026-12-01")
-    slips = text[text.index("## The paper's slips") : text.index("## Press mismatches")]
+    text = render_errata(found, "2026-12-01", setup)
+    slips = text[text.index("## The source's slips") : text.index("## Press mismatches")]
     assert "S6a (qk_spectral.tex:284)" in slips and "P1" not in slips and "F2" not in slips
     assert "--claims-paper-data ../shared/paper-data" in slips  # the command that reproduces it
     assert text.index("P1") > text.index("## Press mismatches")
@@ -807,7 +827,7 @@ def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogu
 
 def test_a_list_compares_as_a_list():
     """A premise on names (the columns a series lacks) compares lists, not numbers."""
-    from qkcore.pytest_plugin.checks import judge
+    from pytest_claims.checks import judge
 
     assert judge("missing columns", [], "==", [], kind="premise").outcome == "pass"
     assert judge("missing columns", ["ind_beh"], "==", [], kind="premise").outcome == "fail"

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from qkcore.pytest_plugin.catalogue import Catalogue, threshold_provenance
+from pytest_claims.catalogue import Catalogue, threshold_provenance
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"

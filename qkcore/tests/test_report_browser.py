@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from qkcore.evidence.refs import EvidenceRef
-from qkcore.pytest_plugin.checks import judge
-from qkcore.pytest_plugin.reports import write_reports
-from qkcore.pytest_plugin.row import ClaimResult
+from pytest_claims.checks import judge
+from pytest_claims.refs import EvidenceRef
+from pytest_claims.reports import write_reports
+from pytest_claims.row import ClaimResult
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")

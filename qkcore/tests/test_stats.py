@@ -10,7 +10,8 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qkcore import QKError
+from pytest_claims.errors import ClaimsError
+from pytest_claims.stats.printed import decimals, reproduces
 from qkcore.stats.inference import (
     average_ranks,
     benjamini_hochberg,
@@ -25,7 +26,6 @@ from qkcore.stats.inference import (
     rank_biserial,
     spearman_rhos,
 )
-from qkcore.stats.printed import decimals, reproduces
 
 distinct_samples = st.lists(
     st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=30, unique=True
@@ -43,9 +43,9 @@ def test_percentile_rank_of_distinct_values_is_a_permutation_of_i_over_n(values)
 
 
 def test_percentile_rank_rejects_nan_and_empty():
-    with pytest.raises(QKError, match="NaN"):
+    with pytest.raises(ClaimsError, match="NaN"):
         percentile_rank([1.0, np.nan])
-    with pytest.raises(QKError, match="non-empty"):
+    with pytest.raises(ClaimsError, match="non-empty"):
         percentile_rank([])
 
 
@@ -73,7 +73,7 @@ def test_mann_whitney_complete_separation_p_is_one_over_binomial(m, n):
 
 
 def test_mann_whitney_refuses_ties():
-    with pytest.raises(QKError, match="ties"):
+    with pytest.raises(ClaimsError, match="ties"):
         mann_whitney_exact([1.0, 2.0], [2.0, 3.0])
 
 
@@ -84,7 +84,7 @@ def test_benjamini_hochberg_by_hand():
 
 
 def test_benjamini_hochberg_rejects_bad_p():
-    with pytest.raises(QKError, match=r"\[0, 1\]"):
+    with pytest.raises(ClaimsError, match=r"\[0, 1\]"):
         benjamini_hochberg([0.5, 1.5])
 
 
@@ -183,7 +183,7 @@ def test_layer_clustered_bootstrap_resamples_whole_layers():
 
 
 def test_layer_clustered_bootstrap_checks_cluster_shape():
-    with pytest.raises(QKError, match="clusters must have shape"):
+    with pytest.raises(ClaimsError, match="clusters must have shape"):
         layer_clustered_bootstrap_ci(lambda idx: 0.0, 5, np.zeros(4))
 
 
@@ -210,7 +210,7 @@ def test_formation_step():
     assert formation_threshold(64) == pytest.approx((np.log(64) + 0.15) / 2)
     assert formation_step([0, 100, 200, 300], [4.4, 2.2, 2.1, 0.3]) == 200
     assert np.isnan(formation_step([0, 100], [4.4, 3.0]))
-    with pytest.raises(QKError, match="strictly increasing"):
+    with pytest.raises(ClaimsError, match="strictly increasing"):
         formation_step([100, 0], [1.0, 1.0])
 
 
@@ -239,7 +239,7 @@ def test_printed_rule_examples():
     assert reproduces(0.9466, ">=", "0.95") and not reproduces(0.9449, ">=", "0.95")
     assert not reproduces(float("nan"), "==", "0.5")
     assert (decimals("6e-6"), decimals("141"), decimals("0.790")) == (6, 0, 3)
-    with pytest.raises(QKError, match="as it is printed"):
+    with pytest.raises(ClaimsError, match="as it is printed"):
         reproduces(0.5, "==", "about half")
 
 
@@ -320,12 +320,12 @@ def test_power_against_an_effect_grows_with_the_effect_and_the_sample():
 
 
 def test_power_helpers_reject_bad_input():
-    from qkcore.errors import QKError
+
     from qkcore.stats.power import mann_whitney_power, spearman_power
 
-    with pytest.raises(QKError, match="sides"):
+    with pytest.raises(ClaimsError, match="sides"):
         spearman_power(0.5, 8, 0.05, sides=3)
-    with pytest.raises(QKError, match="superiority"):
+    with pytest.raises(ClaimsError, match="superiority"):
         mann_whitney_power(0.3, 5, 5, 0.05)
 
 
@@ -363,15 +363,15 @@ def test_partial_rho_ci_is_the_table_sliced_per_replicate(layers, per_layer, see
     def sliced(rows: np.ndarray) -> float:
         try:
             return partial_rho(table.iloc[rows], "a", "b", ["c"]).rho
-        except QKError:
+        except ClaimsError:
             return float("nan")
 
     try:
         expected = layer_clustered_bootstrap_ci(
             sliced, n, table["layer"].to_numpy(), n_boot=60, seed=seed
         )
-    except QKError:  # no replicate computable: both forms say so
-        with pytest.raises(QKError, match="no bootstrap replicate"):
+    except ClaimsError:  # no replicate computable: both forms say so
+        with pytest.raises(ClaimsError, match="no bootstrap replicate"):
             partial_rho_ci(table, "a", "b", ["c"], n_boot=60, seed=seed)
         return
     assert partial_rho_ci(table, "a", "b", ["c"], n_boot=60, seed=seed) == expected

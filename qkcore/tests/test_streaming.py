@@ -27,9 +27,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from qkcore.evidence.kinds import EvidenceKind, Offer
+from pytest_claims.kinds import EvidenceKind, Offer
 from qkcore.evidence.tasks import BuildTask
-from qkcore.evidence.refs import EvidenceRef
+from pytest_claims.refs import EvidenceRef
 from qkcore.tests.test_prepare import record
 
 FOLDER = os.environ["SLOW_FOLDER"]
@@ -62,7 +62,7 @@ SLOW_CLAIMS = """
 import os, time
 from pathlib import Path
 
-from qkcore.pytest_plugin import claim
+from pytest_claims import claim
 
 
 def ran(name):

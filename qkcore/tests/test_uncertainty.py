@@ -8,9 +8,9 @@ import numpy as np
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from qkcore.pytest_plugin.checks import judge, verdict_of
-from qkcore.stats.equivalence import equivalence, spearman_interval
-from qkcore.stats.uncertainty import SUPPORT_POWER, Exact, FisherZ, Normal
+from pytest_claims.checks import judge, verdict_of
+from pytest_claims.stats.equivalence import equivalence, spearman_interval
+from pytest_claims.stats.uncertainty import SUPPORT_POWER, Exact, FisherZ, Normal
 
 LEVEL = 0.90
 #: Monte Carlo draws per probe; the binomial SE of a share is at most sqrt(1/4 / DRAWS) = 0.0079,
@@ -112,7 +112,7 @@ def test_gpt2s_144_heads_cannot_show_a_null_rho_but_llamas_1024_can():
     assert FisherZ(1024).support_power(0.0, -0.15, 0.15, LEVEL) > 0.99
 
 
-# ---- how a row's verdict reads the support probe (qkcore.pytest_plugin.checks) ----------
+# ---- how a row's verdict reads the support probe (pytest_claims.checks) ----------
 
 
 def _null_rho(rho: float, n: int):
