@@ -11,7 +11,7 @@ there) and judged on causal weights and toys.
 
 Rank tests: Spearman p-values are exact (all n! pairings) for n <= 9 - toys have 8 heads - and
 scipy's asymptotic ones above. A presence (R4) has a power check against the vocabulary's
-effect_rho; an absence (R5) is an equivalence (claim.absence) whose interval's width is its
+effect_rho; an absence (R5) is an equivalence (judge.absence) whose interval's width is its
 power.
 """
 
@@ -52,10 +52,10 @@ def _reduced_resolvent_norm(P: np.ndarray) -> float:
     return float(np.linalg.norm(S, 2))
 
 
-def _causal_premise(evidence, claim) -> None:
+def _causal_premise(evidence, judge) -> None:
     """Premise of R3-R5: causal attention (a mask-forced Perron projector exists)."""
     causal = True if evidence.ref.kind == "toy" else bool(evidence.model().causal)
-    claim.premise(
+    judge.premise(
         "causal attention (mask-forced Perron projector)",
         causal,
         "==",
@@ -65,7 +65,7 @@ def _causal_premise(evidence, claim) -> None:
 
 
 @claim("R1")
-def test_kreiss_constant_is_sqrt_n(claim: Claim):
+def test_kreiss_constant_is_sqrt_n(judge: Claim):
     """Source: companion abstract, "the mask pins the Kreiss constant of every causal
     stochastic matrix at sqrt(n)".
 
@@ -109,26 +109,26 @@ def test_kreiss_constant_is_sqrt_n(claim: Claim):
         counts["tested"] += 1
 
     prop()
-    claim.premise("resolvable examples tested (of 25 drawn)", counts["tested"], ">=", "resolvable")
-    claim.measure("examples unresolvable in float64 (not tested)", counts["unresolvable"])
-    claim.statement(
+    judge.premise("resolvable examples tested (of 25 drawn)", counts["tested"], ">=", "resolvable")
+    judge.measure("examples unresolvable in float64 (not tested)", counts["unresolvable"])
+    judge.statement(
         "worst |K/sqrt(n) - 1| in units of its rounding tolerance",
         worst["kreiss"],
         "<=",
         1.0,
         n=counts["tested"],
     )
-    claim.statement("worst |P Pi - Pi|, |Pi P - Pi| entry", worst["commute"], "<=", "commute")
+    judge.statement("worst |P Pi - Pi|, |Pi P - Pi| entry", worst["commute"], "<=", "commute")
     identity = kreiss_constant(np.eye(4), max_power=0).value
-    claim.measure("K(I_4) (a causal stochastic matrix outside the class)", identity)
-    claim.note(
+    judge.measure("K(I_4) (a causal stochastic matrix outside the class)", identity)
+    judge.note(
         "Holds for every pattern with P_ii < 1 for i >= 1 (every softmax pattern). The literal "
         f"'every causal row-stochastic matrix' fails: the identity has K = {identity:.6f}, not 2."
     )
 
 
 @claim("R2")
-def test_deflation_factorizes_depth_products(claim: Claim):
+def test_deflation_factorizes_depth_products(judge: Claim):
     """Source: companion abstract, "deflating the mask-forced Perron projector factorizes the
     depth deviation dynamics exactly into a product of deflated operators".
 
@@ -159,14 +159,14 @@ def test_deflation_factorizes_depth_products(claim: Claim):
         worst["stacks"] += 1
 
     prop()
-    claim.statement(
+    judge.statement(
         "worst error in units of its rounding bound",
         worst["ratio"],
         "<=",
         1.0,
         n=int(worst["stacks"]),
     )
-    claim.statement(
+    judge.statement(
         "stacks whose layers' projectors differ",
         worst["projector_mismatch"],
         "==",
@@ -189,7 +189,7 @@ R3_CI_RANKS = (2, 7)
 
 
 @claim("R3", evidence=("weights", "toy"), schemes=("rope", "rope-partial", "ape", "alibi"))
-def test_eigenvalues_mispredict_depth_deviations(evidence, claim: Claim):
+def test_eigenvalues_mispredict_depth_deviations(evidence, judge: Claim):
     """Source: companion abstract, "On depth products, eigenvalue predictions of surviving
     deviations err by seven to eleven orders of magnitude, an error absent in matched nulls."
 
@@ -220,9 +220,9 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim: Claim):
     the suite's null construction rather than the companion's unspecified "matched" nulls.
 
     Power: no rank test; 8 sequences x 8 null draws."""
-    _causal_premise(evidence, claim)
+    _causal_premise(evidence, judge)
     depth = _depth(evidence)
-    claim.premise("layers in the depth product", depth, ">=", "min_depth")
+    judge.premise("layers in the depth product", depth, ">=", "min_depth")
     model = evidence.model()
     patterns = attention_patterns(model, real_inputs(model, R3_SEQUENCES, 48))
     rng = np.random.default_rng(0)
@@ -244,7 +244,7 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim: Claim):
         s = np.sort(values)
         return (float(s[lo - 1]), float(s[hi - 1]))
 
-    claim.statement(
+    judge.statement(
         "median misprediction (orders)",
         float(np.median(real)),
         ">=",
@@ -253,7 +253,7 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim: Claim):
         n=len(real),
         paper="7-11",
     )
-    claim.statement(
+    judge.statement(
         "median excess misprediction over the matched null (orders)",
         float(np.median(excess)),
         ">=",
@@ -262,13 +262,13 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim: Claim):
         n=len(excess),
         paper="7-11 (absent in nulls)",
     )
-    claim.measure("per sequence: real", real.tolist())
-    claim.measure("per sequence: null (median of 8 draws)", null.tolist())
-    claim.measure("matched null median (orders)", float(np.median(null)), n=len(null))
+    judge.measure("per sequence: real", real.tolist())
+    judge.measure("per sequence: null (median of 8 draws)", null.tolist())
+    judge.measure("matched null median (orders)", float(np.median(null)), n=len(null))
     null_lo, null_hi = ci(null)
     literal = "supported" if null_hi < 1 else "refuted" if null_lo >= 1 else "inconclusive"
-    claim.measure("literal reading (the null's own error < 1 order): the row's verdict", literal)
-    claim.note(
+    judge.measure("literal reading (the null's own error < 1 order): the row's verdict", literal)
+    judge.note(
         "Reading: 'an error absent in matched nulls' is judged as the excess over the "
         "row-shuffle null (real - null). Under the literal reading - the null's own "
         f"misprediction below 1 order - this row would be {literal}: the null errs by "
@@ -279,7 +279,7 @@ def test_eigenvalues_mispredict_depth_deviations(evidence, claim: Claim):
 
 
 @claim("R4", evidence=("weights", "toy"), schemes=("rope", "rope-partial", "ape", "alibi"))
-def test_signed_non_normality(evidence, claim: Claim):
+def test_signed_non_normality(evidence, judge: Claim):
     """Source: companion abstract, "A routing minority carries excess transient reserve that
     tracks previous-token function and doubles when induction heads engage, while the sink
     majority is suppressed below matched shuffle nulls".
@@ -304,35 +304,35 @@ def test_signed_non_normality(evidence, claim: Claim):
     Power (a presence claim: it guards "refuted"): the one-sided rank test over the routing
     heads must have power >= 0.8 against the vocabulary's effect_rho, 0.47 (exact test below
     10 heads)."""
-    _causal_premise(evidence, claim)
+    _causal_premise(evidence, judge)
     reserves = real_input_reserves(evidence.model(), n_seq=2, length=48, n_null=8)
     excess, sink = reserves["excess"].ravel(), reserves["sink"].ravel()
     is_sink = sink >= 0.5
     try:
-        claim.premise("sink heads (sink share >= 0.5)", int(is_sink.sum()), ">=", 1, n=len(sink))
+        judge.premise("sink heads (sink share >= 0.5)", int(is_sink.sum()), ">=", 1, n=len(sink))
     except PremiseUnmet:  # the row's reason, beside the failed premise: the largest share
-        claim.measure("largest sink share of any head", float(sink.max()))
+        judge.measure("largest sink share of any head", float(sink.max()))
         raise
     table = evidence.head_table()
     prev = table["prev"].to_numpy().reshape(reserves["excess"].shape).ravel()
     routing = ~is_sink
     n_routing = int(routing.sum())
-    rho_power(claim, n_routing, claim.threshold("alpha"), guards="refuted", sides=1)
-    claim.statement("share of sink heads", float(is_sink.mean()), ">", "majority", n=len(sink))
+    rho_power(judge, n_routing, judge.threshold("alpha"), guards="refuted", sides=1)
+    judge.statement("share of sink heads", float(is_sink.mean()), ">", "majority", n=len(sink))
     sink_median = float(np.median(excess[is_sink]))
     routing_median = float(np.median(excess[routing])) if routing.any() else float("nan")
-    claim.statement("sink heads: median excess", sink_median, "<", 0)
-    claim.statement("routing heads: median excess", routing_median, ">", 0)
+    judge.statement("sink heads: median excess", sink_median, "<", 0)
+    judge.statement("routing heads: median excess", routing_median, ">", 0)
     if n_routing >= 3:
         rho, p_one = spearman_test(excess[routing], prev[routing], "greater")
     else:
         rho, p_one = float("nan"), 1.0
-    claim.statement("routing heads: Spearman(excess, prev)", rho, ">", 0, n=n_routing)
-    claim.statement(
+    judge.statement("routing heads: Spearman(excess, prev)", rho, ">", 0, n=n_routing)
+    judge.statement(
         "routing heads: one-sided p of Spearman(excess, prev)", p_one, "<", "alpha", n=n_routing
     )
     for family, mask in (("sink", is_sink), ("routing", routing)):
-        claim.plot(
+        judge.plot(
             "transient reserve excess vs prev score",
             f"{evidence.ref.evidence_id} {family}",
             prev[mask],
@@ -359,7 +359,7 @@ R5_SUMMARIES = (
 
 
 @claim("R5", evidence=("toy",), schemes=("rope", "ape", "alibi"))
-def test_no_single_summary_predicts_criticality(evidence, claim: Claim):
+def test_no_single_summary_predicts_criticality(evidence, judge: Claim):
     """Source: companion abstract, "no single-operator summary of any kind predicts per-head
     causal criticality".
 
@@ -393,8 +393,8 @@ def test_no_single_summary_predicts_criticality(evidence, claim: Claim):
     model = evidence.model()
     table = evidence.head_table()
     critical = head_removal_criticality(model, n_seq=50, length=64, seed=3).ravel()
-    claim.measure("criticality per head", critical.tolist())
-    claim.premise(
+    judge.measure("criticality per head", critical.tolist())
+    judge.premise(
         "largest |criticality| (a head whose removal moves the induction loss)",
         float(np.abs(critical).max()),
         ">=",
@@ -406,10 +406,10 @@ def test_no_single_summary_predicts_criticality(evidence, claim: Claim):
     summaries["reserve excess"] = reserves["excess"].ravel()
     for name in R5_SUMMARIES:
         rho, p = spearman_exact(summaries[name], critical)
-        claim.measure(f"exact two-sided p ({name})", p, n=n)
+        judge.measure(f"exact two-sided p ({name})", p, n=n)
         null_rank_correlation(
-            claim, f"rho({name}, criticality) (no prediction)", rho, n, family=len(R5_SUMMARIES)
+            judge, f"rho({name}, criticality) (no prediction)", rho, n, family=len(R5_SUMMARIES)
         )
-    claim.measure(
+    judge.measure(
         "90% Fisher-z interval of rho = 0 over these heads", list(spearman_interval(0.0, n))
     )

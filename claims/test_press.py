@@ -65,10 +65,10 @@ P1_OTHER_READINGS = {
 }
 
 
-def _presence_power(claim, n: int, *, sides: int) -> bool:
+def _presence_power(judge, n: int, *, sides: int) -> bool:
     """A presence claim ("X tracks Y") cannot be refuted by a test that could not have seen the
     vocabulary's effect_rho over ``n`` units; returns whether the power holds."""
-    return rho_power(claim, n, claim.threshold("alpha"), guards="refuted", sides=sides)
+    return rho_power(judge, n, judge.threshold("alpha"), guards="refuted", sides=sides)
 
 
 def _p1_pairs(sizes, imag, counts) -> tuple[tuple[str, list, list], ...]:
@@ -80,7 +80,7 @@ def _p1_pairs(sizes, imag, counts) -> tuple[tuple[str, list, list], ...]:
 
 
 def _p1_outcome(pairs, alpha: float, power_ok: bool) -> str:
-    """The row's verdict had these halves decided it (the rules of claim.statement: a
+    """The row's verdict had these halves decided it (the rules of judge.statement: a
     significant reverse refutes; a failed half refutes only with power)."""
     forward, reverse = [], []
     for _, x, y in pairs:
@@ -99,7 +99,7 @@ ARTICLE_IMAG = {"gpt2": "0.12", "llama-3-8b": "0.25"}
 
 
 @claim("P1", sets=("paper",))
-def test_imaginary_mass_grows_with_scale(evidence_set, claim: Claim):
+def test_imaginary_mass_grows_with_scale(evidence_set, judge: Claim):
     """Source: seed 001, "the table shows a clear trend: larger models show larger imaginary
     parts of their eigenvalues, correlated with more induction heads and higher prefix-copying
     accuracy", with its table (mean eigenvalue imaginary part 0.12 / 0.18 / 0.21 / 0.25,
@@ -139,17 +139,17 @@ def test_imaginary_mass_grows_with_scale(evidence_set, claim: Claim):
     models, which no change of the released tables alters (the catalogue's unmutated says so)."""
     tables = {ref.name: table for ref, table in evidence_set.tables().items()}
     models = [m for m in SIZE_B if m in tables]
-    claim.premise("models with a published table", len(models), ">=", "min_models")
+    judge.premise("models with a published table", len(models), ">=", "min_models")
     imag = {m: _mean_abs_imag(tables[m]) for m in models}
-    counts = {m: int((tables[m]["ind"] > claim.threshold("strong")).sum()) for m in models}
-    power_ok = _presence_power(claim, len(models), sides=1)
+    counts = {m: int((tables[m]["ind"] > judge.threshold("strong")).sum()) for m in models}
+    power_ok = _presence_power(judge, len(models), sides=1)
     sizes = [SIZE_B[m] for m in models]
     for what, x, y in _p1_pairs(sizes, [imag[m] for m in models], [counts[m] for m in models]):
         rho, p = spearman_test(x, y, "greater")
         _, p_reverse = spearman_test(x, y, "less")
-        claim.measure(f"Spearman: {what}", rho, n=len(models))
-        claim.statement(f"one-sided p: {what}", p, "<", "alpha", n=len(models))
-        claim.statement(
+        judge.measure(f"Spearman: {what}", rho, n=len(models))
+        judge.statement(f"one-sided p: {what}", p, "<", "alpha", n=len(models))
+        judge.statement(
             f"reverse one-sided p: not significantly the opposite ({what})",
             p_reverse,
             ">=",
@@ -162,13 +162,13 @@ def test_imaginary_mass_grows_with_scale(evidence_set, claim: Claim):
         values = [value_of(tables[m]) for m in models]
         outcomes[reading] = _p1_outcome(
             _p1_pairs(sizes, values, [counts[m] for m in models]),
-            claim.threshold("alpha"),
+            judge.threshold("alpha"),
             power_ok,
         )
         rho, _ = spearman_test(sizes, values)
-        claim.measure(f"other reading, {reading}: Spearman with size", rho, n=len(models))
-        claim.measure(f"other reading, {reading}: the row's verdict", outcomes[reading])
-    claim.note(
+        judge.measure(f"other reading, {reading}: Spearman with size", rho, n=len(models))
+        judge.measure(f"other reading, {reading}: the row's verdict", outcomes[reading])
+    judge.note(
         "Reading: 'mean eigenvalue imaginary part' decides as the per-eigenvalue mean "
         "(imag_mass / rank, in ||M||_F units), because the article's column is a mean over "
         "eigenvalues; it states no unit. Under the other readings the row would be: "
@@ -176,31 +176,31 @@ def test_imaginary_mass_grows_with_scale(evidence_set, claim: Claim):
         + "."
     )
     for model in models:
-        claim.measure(f"{model}: mean |Im lambda| / ||M||_F", imag[model])
-        claim.measure(f"{model}: induction heads (ind > 0.5)", counts[model])
-        claim.measure(
+        judge.measure(f"{model}: mean |Im lambda| / ||M||_F", imag[model])
+        judge.measure(f"{model}: induction heads (ind > 0.5)", counts[model])
+        judge.measure(
             f"{model}: mean imag_mass (sum over eigenvalues), context",
             float(tables[model]["imag_mass"].mean()),
         )
     # the models seed 001's table prints (the catalogue's order); the others are not measured
-    # again here (claim.printed would record them as measurements). The article's |Im lambda|
+    # again here (judge.printed would record them as measurements). The article's |Im lambda|
     # has no stated unit (the tables keep no weight scale; ours is in ||M||_F units), so its
     # 0.12 / 0.25 are shown beside, not compared: only the head counts share their units.
-    for model in claim.entry.printed["induction heads"]:
+    for model in judge.entry.printed["induction heads"]:
         if model in imag:
-            claim.measure(
+            judge.measure(
                 f"{model}: mean |Im lambda| beside the article's (no common unit)",
                 imag[model],
                 paper=ARTICLE_IMAG.get(model),
             )
-            claim.printed(
+            judge.printed(
                 "induction heads", counts[model], key=model, label=f"{model}: induction heads"
             )
-    claim.note(
+    judge.note(
         "Pythia-1B and Llama-2-7B (0.18 / 15 and 0.21 / 22) have no published table; the "
         "article's prefix-copying accuracies (82-96%) have no counterpart in the evidence."
     )
-    claim.plot(
+    judge.plot(
         "press P1: mean |Im lambda| by model size",
         "published tables",
         sizes,
@@ -221,7 +221,7 @@ def _causal(evidence) -> bool:
 
 
 @claim("P2", evidence=("paper", "weights", "toy"), columns=("imag_mass", "copying", "ind"))
-def test_real_axis_copying_imaginary_induction(evidence, claim: Claim):
+def test_real_axis_copying_imaginary_induction(evidence, judge: Claim):
     """Source: seed 001, "heads whose eigenvalues cluster near the real axis (small imaginary
     parts) tend to perform simple token-to-token copying; heads whose eigenvalues have large
     imaginary parts are more likely induction heads".
@@ -241,22 +241,22 @@ def test_real_axis_copying_imaginary_induction(evidence, claim: Claim):
     the vocabulary's effect_rho, 0.47 (exact test below 10 heads); an association
     significantly the other way (reverse one-sided p < 0.05) refutes whatever the power."""
     table = evidence.head_table()
-    claim.premise("causal attention", _causal(evidence), "==", True)
+    judge.premise("causal attention", _causal(evidence), "==", True)
     n = len(table)
     # the power (of the head count) is recorded before the induction-head premise, so a row
     # that lacks induction heads still shows what its n could see
-    _presence_power(claim, n, sides=1)
-    induction = table["ind"] > claim.threshold("strong")
-    claim.premise("induction heads (ind > 0.5)", int(induction.sum()), ">=", 1, n=n)
+    _presence_power(judge, n, sides=1)
+    induction = table["ind"] > judge.threshold("strong")
+    judge.premise("induction heads (ind > 0.5)", int(induction.sum()), ">=", 1, n=n)
     for what, column, side, reverse in (
         ("near-real spectra do copying (rho < 0)", "copying", "less", "greater"),
         ("large imaginary parts mark induction (rho > 0)", "ind", "greater", "less"),
     ):
         rho, p = spearman_test(table["imag_mass"], table[column], side)
         _, p_reverse = spearman_test(table["imag_mass"], table[column], reverse)
-        claim.measure(f"Spearman(imag_mass, {column})", rho, n=n)
-        claim.statement(f"one-sided p: {what}", p, "<", "alpha", n=n)
-        claim.statement(
+        judge.measure(f"Spearman(imag_mass, {column})", rho, n=n)
+        judge.statement(f"one-sided p: {what}", p, "<", "alpha", n=n)
+        judge.statement(
             f"reverse one-sided p: not significantly the opposite ({column})",
             p_reverse,
             ">=",
@@ -265,7 +265,7 @@ def test_real_axis_copying_imaginary_induction(evidence, claim: Claim):
             opposite=True,
         )
     if (~induction).any():
-        claim.measure(
+        judge.measure(
             "median imag_mass: induction heads vs rest",
             [
                 float(table.loc[induction, "imag_mass"].median()),
@@ -275,7 +275,7 @@ def test_real_axis_copying_imaginary_induction(evidence, claim: Claim):
 
 
 @claim("P3", evidence=("paper", "weights", "toy"), columns=("cond_eig", "copying"))
-def test_condition_number_predicts_copying(evidence, claim: Claim):
+def test_condition_number_predicts_copying(evidence, judge: Claim):
     """Source: seed 001, "the angle between eigenvectors (measured by the condition number of
     the eigenvector matrix) can predict a head's 'copying fidelity' - its ability to copy tokens
     from context accurately".
@@ -294,18 +294,18 @@ def test_condition_number_predicts_copying(evidence, claim: Claim):
     table = evidence.head_table()
     finite = np.isfinite(table["cond_eig"]).to_numpy()
     n = int(finite.sum())
-    claim.measure("heads with infinite cond_eig (dropped)", int((~finite).sum()))
-    claim.premise("heads with finite cond_eig", n, ">=", "min_heads")
-    _presence_power(claim, n, sides=2)
+    judge.measure("heads with infinite cond_eig (dropped)", int((~finite).sum()))
+    judge.premise("heads with finite cond_eig", n, ">=", "min_heads")
+    _presence_power(judge, n, sides=2)
     rho, p = spearman_test(
         table.loc[finite, "cond_eig"].to_numpy(), table.loc[finite, "copying"].to_numpy()
     )
-    claim.measure("Spearman(cond_eig, copying)", rho, n=n)
-    claim.statement("two-sided p", p, "<", "alpha", n=n)
+    judge.measure("Spearman(cond_eig, copying)", rho, n=n)
+    judge.statement("two-sided p", p, "<", "alpha", n=n)
 
 
 @claim("P4", sets=("paper", "toy-grid"))
-def test_non_hermitian_m_is_root_cause_of_induction(evidence_set, claim: Claim):
+def test_non_hermitian_m_is_root_cause_of_induction(evidence_set, judge: Claim):
     """Source: seed 001, "the key insight - that the non-Hermitian nature of M is the root cause
     of induction-head behaviour - ...".
 
@@ -329,45 +329,45 @@ def test_non_hermitian_m_is_root_cause_of_induction(evidence_set, claim: Claim):
     cells = evidence_set.grid()
     for scheme in ("ape", "rope"):
         free, sym = cells.get(f"{scheme}-free", []), cells.get(f"{scheme}-sym", [])
-        claim.premise(f"{scheme}: runs in the free and sym arms", min(len(free), len(sym)), ">=", 1)
+        judge.premise(f"{scheme}: runs in the free and sym arms", min(len(free), len(sym)), ">=", 1)
         free_ind = [float(r.ind_all.max()) for r in free]
         sym_ind = [float(r.ind_all.max()) for r in sym]
         sym_df = [float(r.heads[int(np.argmax(r.ind_all))]["dir_frac"]) for r in sym]
-        claim.measure(f"{scheme}-free: ind_best per run", free_ind)
-        claim.measure(f"{scheme}-sym: ind_best per run", sym_ind)
-        claim.measure(f"{scheme}-sym: induction head dir_frac per run", sym_df)
-        claim.measure(
+        judge.measure(f"{scheme}-free: ind_best per run", free_ind)
+        judge.measure(f"{scheme}-sym: ind_best per run", sym_ind)
+        judge.measure(f"{scheme}-sym: induction head dir_frac per run", sym_df)
+        judge.measure(
             f"{scheme}-sym: runs that formed",
             sum(math.isfinite(r.formation) for r in sym),
             n=len(sym),
         )
         # end=False: a scheme whose premises fail gets a note and the test goes on to the next
         # scheme
-        ok = claim.premise(
+        ok = judge.premise(
             f"{scheme}-free: median ind_best (an induction head forms)",
             float(np.median(free_ind)),
             ">",
-            claim.threshold("strong"),
+            judge.threshold("strong"),
             end=False,
             n=len(free),
         )
-        ok &= claim.premise(
+        ok &= judge.premise(
             f"{scheme}-sym: largest induction-head dir_frac (M symmetric)",
             max(sym_df),
             "<=",
-            claim.threshold("symmetric"),
+            judge.threshold("symmetric"),
             end=False,
             n=len(sym),
         )
         if not ok:
-            claim.note(
+            judge.note(
                 f"{scheme}-sym: the constraint leaves the induction head with dir_frac up to "
                 f"{max(sym_df):.3f} (antisymmetric share of ||M||^2 {max(sym_df) ** 2:.4f}); "
                 "under the shared symmetric bar (<= 0.1) the grid does not bear on the claim. "
                 f"Median ind_best sym / free: {np.median(sym_ind) / np.median(free_ind):.3f}."
             )
             continue
-        claim.statement(
+        judge.statement(
             f"{scheme}-sym: median ind_best / free median (induction prevented)",
             float(np.median(sym_ind)) / float(np.median(free_ind)),
             "<=",
@@ -390,7 +390,7 @@ VOCAB = {"pythia-410m": 50304, "pythia-1.4b": 50304, "llama-3-8b": 128256}
 
 
 @claim("P5", evidence=("paper", "weights"), schemes=ROPE, columns=("dInd_rope", "prev"))
-def test_phase_ablation_fully_disables_induction(evidence, claim: Claim):
+def test_phase_ablation_fully_disables_induction(evidence, judge: Claim):
     """Source: seed 004, "zeroing the phase component fully disabled induction at the
     pre-identified head in all three RoPE models" (the paper, §8, reports effect sizes: induction
     CE 0.52 -> 2.24 on Pythia-410m head 5.2, 0.56 -> 1.11 on Pythia-1.4B 1.11, 0.30 -> 0.91 on
@@ -429,14 +429,14 @@ def test_phase_ablation_fully_disables_induction(evidence, claim: Claim):
     head = top2.loc[top2["dInd_rope"].idxmax()]
     head_name = f"{int(head['layer'])}.{int(head['head'])}"
     delta = float(head["dInd_rope"])
-    claim.measure("pre-identified head (top-2 prev, largest dInd_rope)", head_name)
-    claim.measure("its dInd_rope", delta)
+    judge.measure("pre-identified head (top-2 prev, largest dInd_rope)", head_name)
+    judge.measure("its dInd_rope", delta)
     if evidence.ref.kind == "paper":
         if name not in S8B_PRINTED:
             pytest.skip(f"{evidence.ref.evidence_id}: the paper prints no S8b numbers for it")
         printed_head, before, after = S8B_PRINTED[name]
         base, chance = float(before), math.log(VOCAB[name])
-        claim.measure("paper's head (S8b)", printed_head)
+        judge.measure("paper's head (S8b)", printed_head)
     else:
         from qkcore.analysis.behaviour import token_range
 
@@ -444,28 +444,28 @@ def test_phase_ablation_fully_disables_induction(evidence, claim: Claim):
             pytest.skip(f"{evidence.ref.evidence_id}: the table carries no base induction loss")
         low, vocab = token_range(evidence.model())
         base, chance = float(table.attrs["induction_loss"]), math.log(vocab - low)
-    claim.measure("chance loss ln V", chance)
-    claim.premise("base induction loss (below chance)", base, "<", chance)
+    judge.measure("chance loss ln V", chance)
+    judge.premise("base induction loss (below chance)", base, "<", chance)
     if evidence.ref.kind == "paper":
         # S8c's reading: the released value decides; the printed before/after is the paper's
         # own number (S8c checks it as a consistency), shown here only
-        claim.measure(
+        judge.measure(
             "share of the induction advantage removed (paper's printed before/after)",
             (float(after) - base) / (chance - base),
             paper=f"{before} -> {after}",
         )
-    claim.statement(
+    judge.statement(
         "share of the induction advantage removed (released table / weights)",
         delta / (chance - base),
         ">=",
         "eliminates",
     )
-    claim.measure(
+    judge.measure(
         "heads moving |dInd_rope| >= 0.01",
-        int((table["dInd_rope"].abs() >= claim.threshold("moves")).sum()),
+        int((table["dInd_rope"].abs() >= judge.threshold("moves")).sum()),
         n=len(table),
     )
-    claim.note(
+    judge.note(
         "Reading (S8c's): 'fully disabled' is the literal one - the model's induction loss at "
         "chance (>= 90% of its advantage removed). The article restates the paper's own "
         "'eliminates induction' (tex:52) and 'destroys induction' (tex:112); S8c judges the "
@@ -513,7 +513,7 @@ def _separation_power(effect: float, sd: float, n_high: int, n_low: int) -> floa
 
 
 @claim("P6", sets=("paper", "toy"))
-def test_scheme_sets_induction_head_structure(evidence_set, claim: Claim):
+def test_scheme_sets_induction_head_structure(evidence_set, judge: Claim):
     """Source: seed 004, "a work on how the positional encoding scheme - RoPE, learned-absolute
     or ALiBi - determines the mathematical structure of 'induction' attention heads" (the paper
     shows the scheme-conditional signature on previous-token heads, §6).
@@ -550,20 +550,20 @@ def test_scheme_sets_induction_head_structure(evidence_set, claim: Claim):
         percentiles.append(value)
         is_rope.append(ref.scheme in ROPE)
     values, rope = np.array(percentiles), np.array(is_rope, dtype=bool)
-    with claim.premises():
-        claim.premise("RoPE models", int(rope.sum()), ">=", 1)
-        claim.premise("non-RoPE models", int((~rope).sum()), ">=", 1)
-    claim.premise(
+    with judge.premises():
+        judge.premise("RoPE models", int(rope.sum()), ">=", 1)
+        judge.premise("non-RoPE models", int((~rope).sum()), ">=", 1)
+    judge.premise(
         f"exact p of a perfect separation, 1/C({len(values)},{int(rope.sum())}) (the design)",
         1 / math.comb(len(values), int(rope.sum())),
         "<=",
         "alpha",
         n=len(values),
     )
-    effect = claim.threshold("separation_effect")
+    effect = judge.threshold("separation_effect")
     spread = _pooled_sd(values, rope)
-    claim.measure("pooled within-scheme SD of the percentiles", spread, n=len(values))
-    claim.power(
+    judge.measure("pooled within-scheme SD of the percentiles", spread, n=len(values))
+    judge.power(
         f"P(perfect separation) at a gap of {effect:g} (observed SD, {int(rope.sum())} vs "
         f"{int((~rope).sum())} models)",
         _separation_power(effect, spread, int(rope.sum()), int((~rope).sum())),
@@ -574,8 +574,8 @@ def test_scheme_sets_induction_head_structure(evidence_set, claim: Claim):
         n=len(values),
     )
     for name, value in zip(names, values, strict=True):
-        claim.measure(f"{name}: median D_head percentile of top-{k} induction heads", value)
-    claim.statement(
+        judge.measure(f"{name}: median D_head percentile of top-{k} induction heads", value)
+    judge.statement(
         "min RoPE - max non-RoPE median percentile",
         float(values[rope].min() - values[~rope].max()),
         ">",
@@ -583,11 +583,11 @@ def test_scheme_sets_induction_head_structure(evidence_set, claim: Claim):
         n=len(values),
     )
     _, p = exact_permutation_test(values, rope)
-    claim.measure("exact one-sided permutation p", p, n=len(values))
+    judge.measure("exact one-sided permutation p", p, n=len(values))
 
 
 @claim("P7", evidence=("paper", "weights", "toy"), columns=("dir_frac", "D_head"))
-def test_m_usually_nonsymmetric_complex_spectrum(evidence, claim: Claim):
+def test_m_usually_nonsymmetric_complex_spectrum(evidence, judge: Claim):
     """Source: seed 004, "since this matrix is usually non-symmetric, it has a complex spectrum
     of eigenvalues".
 
@@ -612,24 +612,24 @@ def test_m_usually_nonsymmetric_complex_spectrum(evidence, claim: Claim):
     Premises: none. Power: a share over all heads (no test statistic)."""
     table = evidence.head_table()
     n = len(table)
-    claim.statement(
+    judge.statement(
         "share of heads with dir_frac > 0.1 (non-symmetric)",
-        float((table["dir_frac"] > claim.threshold("symmetric")).mean()),
+        float((table["dir_frac"] > judge.threshold("symmetric")).mean()),
         ">",
         "usually",
         n=n,
     )
-    claim.statement(
+    judge.statement(
         "share of heads with D_head > 0 (complex spectrum)",
         float((table["D_head"] > 0).mean()),
         ">",
         "usually",
         n=n,
     )
-    claim.measure("smallest dir_frac", float(table["dir_frac"].min()))
-    claim.measure("median dir_frac", float(table["dir_frac"].median()))
-    claim.measure("median D_head", float(table["D_head"].median()))
-    claim.note(
+    judge.measure("smallest dir_frac", float(table["dir_frac"].min()))
+    judge.measure("median dir_frac", float(table["dir_frac"].median()))
+    judge.measure("median D_head", float(table["D_head"].median()))
+    judge.note(
         "A generic property: a real M = W_Q W_K^T with untied W_Q, W_K is non-symmetric, with "
         "a complex spectrum, except with vanishing probability, so this row cannot fail on such "
         "a model; only a symmetric M (tied W_Q = W_K, or a symmetry penalty) could refute it."
@@ -643,7 +643,7 @@ def _first_step(history, column: str, level: float, strict: bool = False) -> flo
 
 
 @claim("P8", evidence=("paper", "toy"), checkpoints=True, schemes=ROPE)
-def test_signature_appears_with_induction(evidence, claim: Claim):
+def test_signature_appears_with_induction(evidence, judge: Claim):
     """Source: seed 004, "on Pythia checkpoints the 'rotational' spectral signature appears
     simultaneously with the formation of induction behaviour, not before it" (the paper, §9:
     the signature locks in with the *previous-token* behaviour; induction "following within
@@ -664,17 +664,17 @@ def test_signature_appears_with_induction(evidence, claim: Claim):
 
     Power: checkpoint resolution; the spacing at the formation step is recorded."""
     history = evidence.history()
-    history_columns(claim, history, ("ind_beh", "rif_pct", "prev_beh"))
+    history_columns(judge, history, ("ind_beh", "rif_pct", "prev_beh"))
     final_ind = float(history["ind_beh"].iloc[-1])
-    strong = claim.threshold("strong")
-    claim.premise("induction head's score at the last checkpoint", final_ind, ">", strong)
+    strong = judge.threshold("strong")
+    judge.premise("induction head's score at the last checkpoint", final_ind, ">", strong)
     t_ind = _first_step(history, "ind_beh", strong, strict=True)
-    t_sig = _first_step(history, "rif_pct", claim.threshold("signature_pct"))
+    t_sig = _first_step(history, "rif_pct", judge.threshold("signature_pct"))
     t_prev = _first_step(history, "prev_beh", strong, strict=True)
-    claim.measure("first step with induction score > 0.5", t_ind)
-    claim.measure("first step with prev head rope_imag_frac percentile >= 0.9", t_sig)
-    claim.measure("first step with prev score > 0.5 (S9b's formation), context", t_prev)
-    claim.statement("signature step - induction step", t_sig - t_ind, "==", 0)
+    judge.measure("first step with induction score > 0.5", t_ind)
+    judge.measure("first step with prev head rope_imag_frac percentile >= 0.9", t_sig)
+    judge.measure("first step with prev score > 0.5 (S9b's formation), context", t_prev)
+    judge.statement("signature step - induction step", t_sig - t_ind, "==", 0)
 
 
 #: §10's main cells that P9 compares (scheme -> free arm, sym arm).
@@ -682,7 +682,7 @@ P9_ARMS = {"ape": ("ape-free", "ape-sym"), "rope": ("rope-free", "rope-sym")}
 
 
 @claim("P9", sets=("paper", "toy-grid"))
-def test_phase_channel_spares_rope_under_symmetry(evidence_set, claim: Claim):
+def test_phase_channel_spares_rope_under_symmetry(evidence_set, judge: Claim):
     """Source: seed 004, "RoPE is the only one of the three schemes in which an attention head
     can route directionally through the phase channel even when its weight matrix is symmetric;
     learned-absolute encoding has no such possibility left, which is what slows training under
@@ -709,14 +709,14 @@ def test_phase_channel_spares_rope_under_symmetry(evidence_set, claim: Claim):
     steps = {
         arm: censored_formation(cells.get(arm, [])) for pair in P9_ARMS.values() for arm in pair
     }
-    claim.premise(
+    judge.premise(
         "runs in the smallest of the four arms",
         min(len(v) for v in steps.values()),
         ">=",
         "min_runs",
     )
     for arm, values in steps.items():
-        claim.measure(f"{arm}: formation steps", values.tolist())
+        judge.measure(f"{arm}: formation steps", values.tolist())
 
     def log_gap(s: dict) -> float:
         ape = np.log(s["ape-sym"].mean() / s["ape-free"].mean())
@@ -730,13 +730,13 @@ def test_phase_channel_spares_rope_under_symmetry(evidence_set, claim: Claim):
     ]
     interval = (float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5)))
     for scheme, (free, sym) in P9_ARMS.items():
-        claim.measure(
+        judge.measure(
             f"{scheme}: slowdown under sym-M (mean ratio)", steps[sym].mean() / steps[free].mean()
         )
-    claim.statement(
+    judge.statement(
         "ln(APE slowdown) - ln(RoPE slowdown)", log_gap(steps), ">", 0, interval=interval
     )
-    claim.note(
+    judge.note(
         "Reading: a consequence of the attribution, not the attribution - RoPE slowed less than "
         "APE by the symmetry constraint. Any cause of a larger APE slowdown passes it; no arm "
         "of the grid isolates the phase channel as the cause."

@@ -15,7 +15,7 @@ from qkcore.analysis.tablecompare import compare_tables
 
 
 @claim("REG", evidence=("weights",))
-def test_recomputed_table_matches_published(evidence, claim: Claim, paper_data):
+def test_recomputed_table_matches_published(evidence, judge: Claim, paper_data):
     """Source: the released per-head tables (paper-data, ``<model>_head_full.parquet``), the
     data behind every per-head number the paper prints for that model.
 
@@ -40,9 +40,9 @@ def test_recomputed_table_matches_published(evidence, claim: Claim, paper_data):
     published = data.head_table(name)
     result = compare_tables(published, evidence.head_table())
     # end=False: the statements below are recorded even after a failed premise
-    claim.premise("columns both tables carry", len(result), ">=", 1, end=False)
+    judge.premise("columns both tables carry", len(result), ">=", 1, end=False)
     matched = int(result["n"].min()) if len(result) else 0
-    claim.premise(
+    judge.premise(
         "published heads matched on (layer, head)",
         matched,
         "==",
@@ -50,7 +50,7 @@ def test_recomputed_table_matches_published(evidence, claim: Claim, paper_data):
         end=False,
     )
     for row in result.itertuples():
-        claim.statement(
+        judge.statement(
             f"{row.column}: max |published - recomputed|",
             row.max_abs_diff,
             "<=",

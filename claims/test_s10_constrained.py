@@ -77,10 +77,10 @@ def _n_formed(runs) -> int:
     return sum(math.isfinite(r.formation) for r in runs)
 
 
-def _consistency(claim, name: str, recomputed: float, printed: str, note: str = "") -> bool:
+def _consistency(judge, name: str, recomputed: float, printed: str, note: str = "") -> bool:
     """A printed derived number against its recomputation from the paper's printed inputs, both
     at the printed digits (the number-check rounding rule, :mod:`pytest_claims.stats.printed`)."""
-    return claim.consistency(
+    return judge.consistency(
         name,
         float(as_printed(recomputed, printed)),
         "==",
@@ -106,13 +106,13 @@ _ENDS: tuple[tuple[str, Callable[[list[float]], float], Comparison], ...] = (
 )
 
 
-def _contrast_power(claim, label: str, n_x: int, n_y: int) -> None:
+def _contrast_power(judge, label: str, n_x: int, n_y: int) -> None:
     """Power of a contrast's exact one-sided test against the paper's smallest reported effect
     (a presence claim: without power the row cannot be refuted)."""
     superiority = (1 + SMALLEST_RANK_BISERIAL) / 2
-    claim.power(
+    judge.power(
         f"{label}: power of the exact one-sided test at alpha",
-        mann_whitney_power(superiority, n_x, n_y, claim.threshold("alpha")),
+        mann_whitney_power(superiority, n_x, n_y, judge.threshold("alpha")),
         ">=",
         "min_power",
         effect=f"rank-biserial +{SMALLEST_RANK_BISERIAL} (P(X > Y) = {superiority:.2f}), the "
@@ -142,10 +142,10 @@ def _arm_kernel(runs) -> np.ndarray:
     return np.mean([k - k.mean() for k in kernels], axis=0)
 
 
-def _arms_present(cells: dict, claim, arms=ARMS) -> None:
+def _arms_present(cells: dict, judge, arms=ARMS) -> None:
     """Premise: every arm of ``arms`` has runs (the test ends here otherwise)."""
     missing = [arm for arm in arms if not cells.get(arm)]
-    claim.premise(
+    judge.premise(
         "main cells with runs (of the grid's five)",
         len(arms) - len(missing),
         "==",
@@ -154,32 +154,32 @@ def _arms_present(cells: dict, claim, arms=ARMS) -> None:
     )
 
 
-def _arm_formation(claim: Claim, arm: str, runs: list, steps: np.ndarray, toy: bool) -> None:
+def _arm_formation(judge: Claim, arm: str, runs: list, steps: np.ndarray, toy: bool) -> None:
     """One arm's formation steps: measured, their mean and sd against the paper's printed
     ones (paper evidence) or beside them (toys), and the figure's points."""
     mean = float(np.mean(steps))
     sd = float(np.std(steps, ddof=1)) if steps.size > 1 else float("nan")
-    printed_mean = claim.printed_text("mean formation step", arm, required=True)
-    printed_sd = claim.printed_text("sd formation step", arm, required=True)
-    claim.measure(
+    printed_mean = judge.printed_text("mean formation step", arm, required=True)
+    printed_sd = judge.printed_text("sd formation step", arm, required=True)
+    judge.measure(
         f"{arm}: formation steps (censored runs at cap + one eval)",
         steps.tolist(),
         n=steps.size,
     )
-    claim.measure(f"{arm}: runs that formed", _n_formed(runs), n=len(runs))
+    judge.measure(f"{arm}: runs that formed", _n_formed(runs), n=len(runs))
     if toy:
-        claim.measure(f"{arm}: mean formation step", mean, paper=int(printed_mean))
-        claim.measure(f"{arm}: sd", sd, paper=int(printed_sd))
+        judge.measure(f"{arm}: mean formation step", mean, paper=int(printed_mean))
+        judge.measure(f"{arm}: sd", sd, paper=int(printed_sd))
     else:
-        claim.printed(
+        judge.printed(
             "mean formation step",
             mean,
             key=arm,
             label=f"{arm}: mean formation step",
             n=steps.size,
         )
-        claim.printed("sd formation step", sd, key=arm, label=f"{arm}: sd formation step")
-    claim.plot(
+        judge.printed("sd formation step", sd, key=arm, label=f"{arm}: sd formation step")
+    judge.plot(
         "formation step by arm",
         f"{arm} runs",
         arm,
@@ -190,11 +190,11 @@ def _arm_formation(claim: Claim, arm: str, runs: list, steps: np.ndarray, toy: b
         caption="Every constrained arm should form later than its scheme's free arm; APE "
         "sym latest of all (2.9x); hollow black marks are the paper's printed means.",
     )
-    claim.plot("formation step by arm", "mean", arm, int(printed_mean), kind="strip", paper=True)
+    judge.plot("formation step by arm", "mean", arm, int(printed_mean), kind="strip", paper=True)
 
 
 @claim("S10b", sets=("paper", "toy-grid"))
-def test_formation_costs(evidence_set, claim: Claim):
+def test_formation_costs(evidence_set, judge: Claim):
     """Source: §10, "P1 (free base rates) holds: APE forms fastest (600 +- 0 steps), RoPE free at
     940 +- 55"; "suppressing the phase to zero delays formation only ~1.4x"; "(600 -> 1740 +- 241,
     2.9x)"; "RoPE+sym delays 1.66x"; table tab:intervention (P1 RoPE free > APE free, P3 APE
@@ -239,28 +239,28 @@ def test_formation_costs(evidence_set, claim: Claim):
     mutation run, with that reason, in the catalogue.)"""
     cells = evidence_set.grid()
     toy = _is_toy(evidence_set)
-    _arms_present(cells, claim)
+    _arms_present(cells, judge)
     formation = _formation(cells)
     for arm in ARMS:
-        _arm_formation(claim, arm, cells[arm], formation[arm], toy)
-    means = claim.printed_table("mean formation step")
+        _arm_formation(judge, arm, cells[arm], formation[arm], toy)
+    means = judge.printed_table("mean formation step")
     for printed, (slow, fast) in (
         ("1.4", ("rope-imag", "rope-free")),
         ("1.66", ("rope-sym", "rope-free")),
     ):
         ratio = int(means[slow]) / int(means[fast])
         name = f"printed {printed}x against printed means {slow} / {fast}"
-        _consistency(claim, name, ratio, printed)
-        claim.measure(
+        _consistency(judge, name, ratio, printed)
+        judge.measure(
             f"mean ratio {slow} / {fast}", float(formation[slow].mean() / formation[fast].mean())
         )
 
-    min_runs = claim.threshold("min_runs")
+    min_runs = judge.threshold("min_runs")
     for label, (slow, fast) in CONTRASTS:
         x, y = formation[slow], formation[fast]
         # end=False: every contrast's checks are recorded after a
         # failed one
-        claim.premise(
+        judge.premise(
             f"{label}: runs formed in the slower arm ({slow})",
             _n_formed(cells[slow]),
             ">=",
@@ -268,7 +268,7 @@ def test_formation_costs(evidence_set, claim: Claim):
             end=False,
             n=len(cells[slow]),
         )
-        claim.premise(
+        judge.premise(
             f"{label}: runs formed in the faster arm ({fast})",
             _n_formed(cells[fast]),
             ">=",
@@ -276,10 +276,10 @@ def test_formation_costs(evidence_set, claim: Claim):
             end=False,
             n=len(cells[fast]),
         )
-        _contrast_power(claim, label, x.size, y.size)
+        _contrast_power(judge, label, x.size, y.size)
     p_values, q_values = _contrasts(formation)
     columns = {
-        column: claim.printed_table(column)
+        column: judge.printed_table(column)
         for column in ("exact one-sided p", "q_BH", "rank-biserial", "HL shift (steps)")
     }
     printed_p = [float(columns["exact one-sided p"][label]) for label, _ in CONTRASTS]
@@ -298,7 +298,7 @@ def test_formation_costs(evidence_set, claim: Claim):
         x, y = formation[slow], formation[fast]
         r = rank_biserial(x, y)
         hl = hodges_lehmann_shift(y, x)
-        claim.statement(
+        judge.statement(
             f"{label} {slow} > {fast}: q_BH",
             float(q),
             "<=",
@@ -308,7 +308,7 @@ def test_formation_costs(evidence_set, claim: Claim):
             note=f"exact one-sided p = {p:.4g}",
         )
         _consistency(
-            claim,
+            judge,
             f"{label}: printed q_BH against BH of the four printed p",
             float(q_from_paper),
             q_paper,
@@ -318,12 +318,12 @@ def test_formation_costs(evidence_set, claim: Claim):
             "bh_fdr (h1_analyze.py:80-89) included",
         )
         if toy:
-            claim.measure(f"{label}: exact one-sided p", p, paper=float(p_paper))
-            claim.measure(f"{label}: rank-biserial", r, paper=float(r_paper))
-            claim.measure(f"{label}: HL shift", hl, paper=int(hl_paper), unit="steps")
+            judge.measure(f"{label}: exact one-sided p", p, paper=float(p_paper))
+            judge.measure(f"{label}: rank-biserial", r, paper=float(r_paper))
+            judge.measure(f"{label}: HL shift", hl, paper=int(hl_paper), unit="steps")
             continue
         ties = int((x[:, None] == y[None, :]).sum())
-        claim.printed(
+        judge.printed(
             "exact one-sided p",
             p,
             key=label,
@@ -335,18 +335,18 @@ def test_formation_costs(evidence_set, claim: Claim):
                 )
             },
         )
-        claim.printed("rank-biserial", r, key=label, label=f"{label}: rank-biserial")
+        judge.printed("rank-biserial", r, key=label, label=f"{label}: rank-biserial")
         if label == "P3":  # its +1200 is S10c's number
-            claim.measure(f"{label}: HL shift", hl, paper=int(hl_paper), unit="steps")
+            judge.measure(f"{label}: HL shift", hl, paper=int(hl_paper), unit="steps")
         else:
-            claim.printed("HL shift (steps)", hl, key=label, label=f"{label}: HL shift (steps)")
+            judge.printed("HL shift (steps)", hl, key=label, label=f"{label}: HL shift (steps)")
     if not toy:
         largest = float(max(q_values))
-        claim.printed("largest q_BH (abstract's bound)", largest, comparison="<=")
+        judge.printed("largest q_BH (abstract's bound)", largest, comparison="<=")
 
 
 @claim("S10c", sets=("paper", "toy-grid"))
-def test_symmetry_costs_ape(evidence_set, claim: Claim):
+def test_symmetry_costs_ape(evidence_set, judge: Claim):
     """Source: §10, "P3 is falsified in the opposite direction, our largest surprise: forcing
     symmetry on APE is the costliest constraint in the grid (600 -> 1740 +- 241, 2.9x)"; table
     tab:intervention, row P3 "APE sym-M > APE free ... +1200 steps (2.9x)"; abstract "imposing
@@ -371,25 +371,25 @@ def test_symmetry_costs_ape(evidence_set, claim: Claim):
     grid, rank-biserial +0.92 (as S10b), at the evidence's runs per arm (exempt from the
     mutation run as S10b's: no declared mutation can remove a run)."""
     cells = evidence_set.grid()
-    _arms_present(cells, claim)
+    _arms_present(cells, judge)
     formation = _formation(cells)
     sym, free = formation["ape-sym"], formation["ape-free"]
     for arm in ("ape-sym", "ape-free"):
         # end=False: the statements are recorded after a failed one
-        claim.premise(
+        judge.premise(
             f"runs formed in {arm}",
             _n_formed(cells[arm]),
             ">=",
-            claim.threshold("min_runs"),
+            judge.threshold("min_runs"),
             end=False,
             n=len(cells[arm]),
         )
-    _contrast_power(claim, "P3", sym.size, free.size)
+    _contrast_power(judge, "P3", sym.size, free.size)
     ratio = float(sym.mean() / free.mean())
     shift = hodges_lehmann_shift(free, sym)
     p_values, q_values = _contrasts(formation)
     row = [label for label, _ in CONTRASTS].index("P3")
-    claim.statement(
+    judge.statement(
         "q_BH(APE sym > APE free), exact one-sided, BH over the four contrasts",
         float(q_values[row]),
         "<=",
@@ -401,24 +401,24 @@ def test_symmetry_costs_ape(evidence_set, claim: Claim):
         "rope-sym": float(formation["rope-sym"].mean() / formation["rope-free"].mean()),
         "rope-imag": float(formation["rope-imag"].mean() / formation["rope-free"].mean()),
     }
-    claim.statement(
+    judge.statement(
         "costliest: APE sym ratio over the larger RoPE constraint ratio",
         ratio,
         ">",
         max(others.values()),
         note=f"RoPE sym {others['rope-sym']:.3g}, RoPE Im-sup {others['rope-imag']:.3g}",
     )
-    _consistency(claim, "printed 2.9x against printed means 1740 / 600", 1740 / 600, "2.9")
+    _consistency(judge, "printed 2.9x against printed means 1740 / 600", 1740 / 600, "2.9")
     if _is_toy(evidence_set):
-        claim.measure("mean ratio APE sym / free", ratio, paper=2.9)
-        claim.measure("Hodges-Lehmann shift", shift, paper=1200, unit="steps")
+        judge.measure("mean ratio APE sym / free", ratio, paper=2.9)
+        judge.measure("Hodges-Lehmann shift", shift, paper=1200, unit="steps")
         return
-    claim.printed("mean ratio APE sym / free", ratio)
-    claim.printed("Hodges-Lehmann shift (steps)", shift)
+    judge.printed("mean ratio APE sym / free", ratio)
+    judge.printed("Hodges-Lehmann shift (steps)", shift)
 
 
 @claim("S10a", sets=("paper", "toy-grid"))
-def test_every_arm_reroutes(evidence_set, claim: Claim):
+def test_every_arm_reroutes(evidence_set, judge: Claim):
     """Source: §10, "Both penalties enforce hard (final Im share 0.000; dir_frac 0.004-0.006) and
     no arm loses final capability (all reach the task floor with strong prev and induction
     heads)"; and, of the Im arm, "the circuit reroutes --- the prev head re-forms with
@@ -462,25 +462,25 @@ def test_every_arm_reroutes(evidence_set, claim: Claim):
     absences are equivalences on deterministic values)."""
     cells = evidence_set.grid()
     toy = _is_toy(evidence_set)
-    _arms_present(cells, claim)
+    _arms_present(cells, judge)
     floor = min(r.final_ce_pred for arm in ("ape-free", "rope-free") for r in cells[arm])
-    claim.measure("task floor: best final ce_pred of a free run", floor)
+    judge.measure("task floor: best final ce_pred of a free run", floor)
     for arm in ARMS:
         runs = cells[arm]
         excess = max(r.final_ce_pred for r in runs) - floor
         weakest_prev = min(float(r.prev_all.max()) for r in runs)
         weakest_ind = min(float(r.ind_all.max()) for r in runs)
-        claim.absence(
+        judge.absence(
             f"{arm}: worst final ce_pred minus the task floor (no capability lost)",
             excess,
             (excess, excess),
             "task_floor",
             n=len(runs),
         )
-        claim.statement(
+        judge.statement(
             f"{arm}: weakest prev head (best prev score)", weakest_prev, ">", "strong", n=len(runs)
         )
-        claim.statement(
+        judge.statement(
             f"{arm}: weakest induction head (best ind score)",
             weakest_ind,
             ">",
@@ -491,7 +491,7 @@ def test_every_arm_reroutes(evidence_set, claim: Claim):
             continue
         share = max(r.penalty for r in runs)
         name = "Im share" if arm.endswith("imag") else "sym share ||M_A||^2/||M||^2"
-        claim.absence(
+        judge.absence(
             f"{arm}: largest final {name} (head mean, logged penalty term)",
             share,
             (share, share),
@@ -501,13 +501,13 @@ def test_every_arm_reroutes(evidence_set, claim: Claim):
         if arm.endswith("imag"):
             rif = float(np.mean([r.heads[r.prev_head]["rope_imag_frac"] for r in runs]))
             every = [h["rope_imag_frac"] for r in runs for h in r.heads]
-            claim.measure(f"{arm}: head rope_imag_frac range (all heads)", [min(every), max(every)])
+            judge.measure(f"{arm}: head rope_imag_frac range (all heads)", [min(every), max(every)])
             if toy:
-                claim.measure(f"{arm}: final Im share", share, paper=0.0)
-                claim.measure(f"{arm}: mean prev-head rope_imag_frac", rif, paper=0.005)
+                judge.measure(f"{arm}: final Im share", share, paper=0.0)
+                judge.measure(f"{arm}: mean prev-head rope_imag_frac", rif, paper=0.005)
             else:
-                claim.printed("final Im share", share, label=f"{arm}: final Im share")
-                claim.printed(
+                judge.printed("final Im share", share, label=f"{arm}: final Im share")
+                judge.printed(
                     "mean prev-head rope_imag_frac",
                     rif,
                     label=f"{arm}: mean prev-head rope_imag_frac",
@@ -517,7 +517,7 @@ def test_every_arm_reroutes(evidence_set, claim: Claim):
     prev_df = [r.heads[r.prev_head]["dir_frac"] for r in sym_runs]
     lo, hi = min(prev_df), max(prev_df)
     if toy:
-        claim.measure("sym arms: prev-head dir_frac range", [lo, hi], paper="0.004-0.006")
+        judge.measure("sym arms: prev-head dir_frac range", [lo, hi], paper="0.004-0.006")
     else:
         # the authors' rule for a printed range of arm values (docstring): every arm mean it
         # covers lies within it; the other readings of the same print are recorded with it
@@ -525,7 +525,7 @@ def test_every_arm_reroutes(evidence_set, claim: Claim):
         medians = [_prev_stat(cells[arm], "dir_frac", range(5), np.median) for arm in sym_arms]
         batch = [_prev_mean(cells[arm], "dir_frac", range(3)) for arm in sym_arms]
         for end, pick, comparison in _ENDS:
-            claim.printed(
+            judge.printed(
                 f"sym arms: prev-head dir_frac arm means, {end} end",
                 pick(means),
                 comparison=comparison,
@@ -538,18 +538,18 @@ def test_every_arm_reroutes(evidence_set, claim: Claim):
                     ),
                 },
             )
-        claim.measure("sym arms: prev-head dir_frac range over runs", [lo, hi])
+        judge.measure("sym arms: prev-head dir_frac range over runs", [lo, hi])
     by_layer: dict[int, list[float]] = {}
     for r in sym_runs:
         for h in r.heads:
             by_layer.setdefault(int(h["layer"]), []).append(h["dir_frac"])
     ranges = {layer: [min(v), max(v)] for layer, v in sorted(by_layer.items())}
     for layer, (a, b) in ranges.items():
-        claim.measure(
+        judge.measure(
             f"sym arms: layer-{layer} head dir_frac range", [a, b], n=len(by_layer[layer])
         )
     outside = sum(not 0.0035 <= v < 0.0065 for v in np.concatenate(list(by_layer.values())))
-    claim.note(
+    judge.note(
         "Finding (the printed range's wording): in the sym arms, head dir_frac spans "
         + "; ".join(f"layer {k}: {a:.4f}-{b:.4f}" for k, (a, b) in ranges.items())
         + f"; {outside} of {sum(map(len, by_layer.values()))} heads fall outside what prints as "
@@ -558,7 +558,7 @@ def test_every_arm_reroutes(evidence_set, claim: Claim):
 
 
 @claim("S10d", sets=("paper", "toy-grid"))
-def test_phase_routing_through_symmetric_m(evidence_set, claim: Claim):
+def test_phase_routing_through_symmetric_m(evidence_set, judge: Claim):
     """Source: §10, "the sym-arm's prev head carries full phase content (rope_imag_frac 0.52)
     through a fully symmetric static operator (dir_frac 0.004-0.005), and its positional kernel
     is indistinguishable from the free arm's --- directional attention through a symmetric M";
@@ -601,11 +601,11 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim: Claim):
     equivalences on deterministic values)."""
     cells = evidence_set.grid()
     toy = _is_toy(evidence_set)
-    _arms_present(cells, claim, ("rope-sym", "rope-free"))
+    _arms_present(cells, judge, ("rope-sym", "rope-free"))
     sym, free = cells["rope-sym"], cells["rope-free"]
     # end=False: the figure (and, with a prev head in fewer than
     # min_runs runs, the statements) are recorded after a failed one
-    claim.premise(
+    judge.premise(
         "RoPE runs carry rotary phase features (rope_imag_frac, kernels)",
         all("rope_imag_frac" in r.heads[0] and r.kernels is not None for r in sym + free),
         "==",
@@ -613,15 +613,15 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim: Claim):
         end=False,
     )
     with_prev = {}
-    strong = claim.threshold("strong")
+    strong = judge.threshold("strong")
     for arm, runs in (("rope-sym", sym), ("rope-free", free)):
         with_prev[arm] = [r for r in runs if float(r.prev_all.max()) > strong]
         without = [f"s{r.seed}" for r in runs if float(r.prev_all.max()) <= strong]
-        claim.premise(
+        judge.premise(
             f"{arm}: runs with a prev head (best prev score > {strong})",
             len(with_prev[arm]),
             ">=",
-            claim.threshold("min_runs"),
+            judge.threshold("min_runs"),
             end=False,
             n=len(runs),
             note=f"without: {', '.join(without)}" if without else "",
@@ -630,7 +630,7 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim: Claim):
     for arm in ARMS:
         for r in cells.get(arm, []):
             head = r.heads[r.prev_head]
-            claim.plot(
+            judge.plot(
                 "prev head: rope_imag_frac vs dir_frac by arm",
                 arm,
                 head["dir_frac"],
@@ -638,7 +638,7 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim: Claim):
                 xlabel="dir_frac",
                 ylabel="rope_imag_frac",
                 group=arm.split("-")[0],
-                hlines=((claim.threshold("full_phase"), "full phase content: 0.5"),),
+                hlines=((judge.threshold("full_phase"), "full phase content: 0.5"),),
                 caption="Under sym-M the prev head should sit at the left edge (dir_frac <= 0.1) "
                 "yet at or above the 0.5 line: full phase through a symmetric M.",
             )
@@ -654,11 +654,11 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim: Claim):
         corr.append(float(np.corrcoef(r.kernels[r.prev_head], free_kernel)[0, 1]))
     mean_rif = float(np.mean(rif))
     r_arm = float(np.corrcoef(sym_kernel, free_kernel)[0, 1])
-    claim.measure("prev-head rope_imag_frac per run", rif)
-    claim.measure("prev-head dir_frac per run", dfs, paper="0.004-0.005")
-    claim.measure("kernel correlation with the free arm's mean, per run (recorded)", corr)
-    claim.measure("arm-mean kernel correlation r with the free arm's", r_arm)
-    claim.statement(
+    judge.measure("prev-head rope_imag_frac per run", rif)
+    judge.measure("prev-head dir_frac per run", dfs, paper="0.004-0.005")
+    judge.measure("kernel correlation with the free arm's mean, per run (recorded)", corr)
+    judge.measure("arm-mean kernel correlation r with the free arm's", r_arm)
+    judge.statement(
         "mean prev-head rope_imag_frac (full phase content)",
         mean_rif,
         ">=",
@@ -666,14 +666,14 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim: Claim):
         n=len(rif),
     )
     worst = max(dfs)
-    claim.absence(
+    judge.absence(
         "largest prev-head dir_frac (fully symmetric M)",
         worst,
         (worst, worst),
         "symmetric",
         n=len(dfs),
     )
-    claim.absence(
+    judge.absence(
         "1 - r, arm-mean prev-head kernels sym vs free (indistinguishable)",
         1.0 - r_arm,
         (1.0 - r_arm, 1.0 - r_arm),
@@ -681,14 +681,14 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim: Claim):
         n=len(sym) + len(free),
     )
     if toy:
-        claim.measure("mean prev-head rope_imag_frac", mean_rif, paper=0.52)
+        judge.measure("mean prev-head rope_imag_frac", mean_rif, paper=0.52)
         return
-    claim.printed("mean prev-head rope_imag_frac", mean_rif)
+    judge.printed("mean prev-head rope_imag_frac", mean_rif)
     # §10's one rule for a printed range of arm values (S10a): the arm mean lies within it
     mean_df = float(np.mean(dfs))
     batches = [_prev_mean(sym, "dir_frac", range(3)), _prev_mean(sym, "dir_frac", range(3, 5))]
     for end, pick, comparison in _ENDS:
-        claim.printed(
+        judge.printed(
             f"arm-mean prev-head dir_frac, {end} end",
             mean_df,
             comparison=comparison,
@@ -700,7 +700,7 @@ def test_phase_routing_through_symmetric_m(evidence_set, claim: Claim):
 
 
 @claim("S10b", sets=("paper", "toy-grid"))
-def test_formation_curves_figure(evidence_set, claim: Claim):
+def test_formation_curves_figure(evidence_set, judge: Claim):
     """Source: tab:intervention caption "Every constraint delays formation significantly; none
     blocks it"; fig:intervention caption (a) "induction-capability curves: every arm reaches the
     floor; constraints delay the drop".
@@ -712,7 +712,7 @@ def test_formation_curves_figure(evidence_set, claim: Claim):
     Thresholds: statement - the number of main-cell runs that never form == 0.
     Premises: all five main cells present. Power: not applicable (a count, no test)."""
     cells = evidence_set.grid()
-    _arms_present(cells, claim)
+    _arms_present(cells, judge)
     never = []
     n_runs = 0
     where = "toy" if _is_toy(evidence_set) else "paper"
@@ -721,7 +721,7 @@ def test_formation_curves_figure(evidence_set, claim: Claim):
         n_runs += len(runs)
         shared = min(len(r.steps) for r in runs)
         mean_ce = np.mean([r.ce_pred[:shared] for r in runs], axis=0)
-        claim.plot(
+        judge.plot(
             f"formation curves (mean ce_pred per arm, {where})",
             arm,
             runs[0].steps[:shared],
@@ -734,4 +734,4 @@ def test_formation_curves_figure(evidence_set, claim: Claim):
             "later than their scheme's free arm.",
         )
         never += [f"{arm}-s{r.seed}" for r in runs if not math.isfinite(r.formation)]
-    claim.statement("runs that never form", len(never), "==", 0, n=n_runs, note=", ".join(never))
+    judge.statement("runs that never form", len(never), "==", 0, n=n_runs, note=", ".join(never))

@@ -35,7 +35,7 @@ def _draw(rng: np.random.Generator, d: int, k: int, n: int):
 
 
 @claim("S10h")
-def test_symmetric_m_is_undirected_under_absolute_positions(claim: Claim):
+def test_symmetric_m_is_undirected_under_absolute_positions(judge: Claim):
     """Source (§10, and the abstract's last clause): "directional attention through a
     symmetric M, which is impossible under absolute positions".
 
@@ -71,10 +71,10 @@ def test_symmetric_m_is_undirected_under_absolute_positions(claim: Claim):
         keys = apply_rotary(X @ A @ S, positions, info)
         rope = queries @ keys.T
         least_rope = min(least_rope, float(np.abs(rope - rope.T).max() / bound))
-    claim.statement(
+    judge.statement(
         "absolute positions: max |s(i,j) - s(j,i)| / rounding bound", worst_ape, "<=", 1.0, n=draws
     )
-    claim.statement(
+    judge.statement(
         "RoPE, same symmetric M: min over draws of max |s(i,j) - s(j,i)| / rounding bound",
         least_rope,
         ">",
@@ -84,7 +84,7 @@ def test_symmetric_m_is_undirected_under_absolute_positions(claim: Claim):
 
 
 @claim("S10g", evidence=("toy",), schemes=("ape",))
-def test_fast_ape_solution_is_antisymmetric(evidence, claim: Claim):
+def test_fast_ape_solution_is_antisymmetric(evidence, judge: Claim):
     """Source (§10): "forcing symmetry on APE is the costliest constraint in the grid (...)
     --- the fast APE solution is antisymmetric embedding-matching, and the symmetric variant
     (nearby-kernel + causal mask), while reachable, is much harder to find".
@@ -105,19 +105,19 @@ def test_fast_ape_solution_is_antisymmetric(evidence, claim: Claim):
     table = evidence.head_table()
     layer0 = table[table["layer"] == 0]
     prev = layer0.loc[layer0["prev"].idxmax()]
-    claim.premise(
+    judge.premise(
         f"layer-0 previous-token head ({head_name(prev)}): prev score",
         float(prev["prev"]),
         ">",
         "strong",
     )
     remove_a, remove_s = float(prev["dICL_sym"]), float(prev["dICL_anti"])
-    claim.statement(
+    judge.statement(
         f"prev head {head_name(prev)}: dICL (M_A removed) - dICL (M_S removed)",
         remove_a - remove_s,
         ">",
         0.0,
     )
-    claim.measure("dICL when M_A is removed (M_S kept)", remove_a)
-    claim.measure("dICL when M_S is removed (M_A kept)", remove_s)
-    claim.measure("prev head's dir_frac", float(prev["dir_frac"]), paper="antisymmetric")
+    judge.measure("dICL when M_A is removed (M_S kept)", remove_a)
+    judge.measure("dICL when M_S is removed (M_A kept)", remove_s)
+    judge.measure("prev head's dir_frac", float(prev["dir_frac"]), paper="antisymmetric")

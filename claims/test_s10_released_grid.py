@@ -39,17 +39,17 @@ def _arm_kernel(runs) -> np.ndarray:
     return np.mean([k - k.mean() for k in kernels], axis=0)
 
 
-def _runs_with_prev_head(cells: dict, claim, arms: tuple[str, ...]) -> dict[str, list]:
+def _runs_with_prev_head(cells: dict, judge, arms: tuple[str, ...]) -> dict[str, list]:
     """The runs of ``arms`` whose best prev score is > 0.5; premises (judged together): the
     arms are present with at least ``min_runs`` such runs each."""
-    strong = claim.threshold("strong")
+    strong = judge.threshold("strong")
     out: dict[str, list] = {}
-    with claim.premises():
+    with judge.premises():
         for arm in arms:
             runs = cells.get(arm, [])
             out[arm] = [r for r in runs if float(r.prev_all.max()) > strong]
             without = [f"s{r.seed}" for r in runs if float(r.prev_all.max()) <= strong]
-            claim.premise(
+            judge.premise(
                 f"{arm}: runs with a prev head (best prev score > 0.5)",
                 len(out[arm]),
                 ">=",
@@ -61,7 +61,7 @@ def _runs_with_prev_head(cells: dict, claim, arms: tuple[str, ...]) -> dict[str,
 
 
 @claim("S10e", sets=("paper",))
-def test_imag_arm_kernel_reshaped_peak_at_minus_one(evidence_set, claim: Claim):
+def test_imag_arm_kernel_reshaped_peak_at_minus_one(evidence_set, judge: Claim):
     """Source (§10): "P2's strong form is falsified: suppressing the phase to zero delays
     formation only ~1.4x and the circuit reroutes --- the prev head re-forms with
     rope_imag_frac=0.005 and a qualitatively different (cos-only) relative-position kernel whose
@@ -92,10 +92,10 @@ def test_imag_arm_kernel_reshaped_peak_at_minus_one(evidence_set, claim: Claim):
     Power: the peak is a statement per run (a conjunction over the runs), the shape one on the
     arm means; no test."""
     cells = evidence_set.grid()
-    arms = _runs_with_prev_head(cells, claim, (IMAG, FREE))
+    arms = _runs_with_prev_head(cells, judge, (IMAG, FREE))
     imag, free = arms[IMAG], arms[FREE]
     lengths = {len(r.kernels[r.prev_head]) if r.kernels is not None else 0 for r in imag + free}
-    claim.premise(
+    judge.premise(
         "kernels at the released offsets Δ = -8..0",
         lengths == {len(PAPER_KERNEL_OFFSETS)},
         "==",
@@ -111,27 +111,27 @@ def test_imag_arm_kernel_reshaped_peak_at_minus_one(evidence_set, claim: Claim):
         corr.append(float(np.corrcoef(kernel, free_kernel)[0, 1]))
         i = at[PREV_OFFSET]
         local.append(bool(kernel[i] > kernel[i - 1] and kernel[i] > kernel[i + 1]))
-    claim.measure("Im-suppressed runs: prev-head kernel peak offset", peaks, n=len(imag))
-    claim.measure(
+    judge.measure("Im-suppressed runs: prev-head kernel peak offset", peaks, n=len(imag))
+    judge.measure(
         "Im-suppressed runs: kernel correlation with the free arm's mean (per run, recorded)",
         corr,
         n=len(imag),
     )
-    claim.measure("Im-suppressed runs: local peak at Δ = -1", local, n=len(imag))
+    judge.measure("Im-suppressed runs: local peak at Δ = -1", local, n=len(imag))
     arm_kernel = _arm_kernel(imag)
-    claim.measure(
+    judge.measure(
         "free runs: prev-head kernel peak offset",
         [int(offsets[int(np.argmax(r.kernels[r.prev_head]))]) for r in free],
         n=len(free),
     )
-    claim.statement(
+    judge.statement(
         "Im-suppressed runs whose prev-head kernel peaks at Δ = -1",
         sum(p == PREV_OFFSET for p in peaks),
         "==",
         len(imag),
         n=len(imag),
     )
-    claim.statement(
+    judge.statement(
         "arm-mean kernel correlation with the free arm's (qualitatively different)",
         float(np.corrcoef(arm_kernel, free_kernel)[0, 1]),
         "<",
@@ -139,7 +139,7 @@ def test_imag_arm_kernel_reshaped_peak_at_minus_one(evidence_set, claim: Claim):
         n=len(imag) + len(free),
     )
     for r in imag:
-        claim.plot(
+        judge.plot(
             "Im-suppressed vs free prev-head kernels (released, Δ = -8..0)",
             f"{IMAG} s{r.seed} (centred)",
             offsets,
@@ -149,7 +149,7 @@ def test_imag_arm_kernel_reshaped_peak_at_minus_one(evidence_set, claim: Claim):
             xlabel="Δ (key minus query position)",
             ylabel="mean pre-softmax score, centred",
         )
-    claim.plot(
+    judge.plot(
         "Im-suppressed vs free prev-head kernels (released, Δ = -8..0)",
         f"{FREE} (mean, centred)",
         offsets,
@@ -160,11 +160,11 @@ def test_imag_arm_kernel_reshaped_peak_at_minus_one(evidence_set, claim: Claim):
         ylabel="mean pre-softmax score, centred",
     )
     rif = float(np.mean([r.heads[r.prev_head]["rope_imag_frac"] for r in imag]))
-    claim.printed("mean prev-head rope_imag_frac", rif)
+    judge.printed("mean prev-head rope_imag_frac", rif)
 
 
 @claim("S10f", sets=("paper",))
-def test_imag_arm_reverse_dissociation(evidence_set, claim: Claim):
+def test_imag_arm_reverse_dissociation(evidence_set, judge: Claim):
     """Source (fig:intervention caption): "(c) the dissociation: under sym-M the prev head keeps
     full phase content (rope_imag_frac) with a fully symmetric static M (dir_frac ~ 0); under
     Im-suppression the reverse."
@@ -191,33 +191,33 @@ def test_imag_arm_reverse_dissociation(evidence_set, claim: Claim):
 
     Power: every run is a statement (a conjunction over the runs); no test."""
     cells = evidence_set.grid()
-    imag = _runs_with_prev_head(cells, claim, (IMAG,))[IMAG]
-    claim.premise(
+    imag = _runs_with_prev_head(cells, judge, (IMAG,))[IMAG]
+    judge.premise(
         "runs carry rope_imag_frac", all("rope_imag_frac" in r.heads[0] for r in imag), "==", True
     )
     rif = [float(r.heads[r.prev_head]["rope_imag_frac"]) for r in imag]
     dfs = [float(r.heads[r.prev_head]["dir_frac"]) for r in imag]
-    claim.measure("Im-suppressed runs: prev-head rope_imag_frac", rif, n=len(imag))
-    claim.measure("Im-suppressed runs: prev-head dir_frac", dfs, n=len(imag))
-    claim.measure("Im-suppressed arm: mean prev-head rope_imag_frac", float(np.mean(rif)))
-    claim.absence(
+    judge.measure("Im-suppressed runs: prev-head rope_imag_frac", rif, n=len(imag))
+    judge.measure("Im-suppressed runs: prev-head dir_frac", dfs, n=len(imag))
+    judge.measure("Im-suppressed arm: mean prev-head rope_imag_frac", float(np.mean(rif)))
+    judge.absence(
         "largest prev-head rope_imag_frac (no phase content)",
         max(rif),
         (max(rif), max(rif)),
         "no_phase",
         n=len(rif),
     )
-    claim.statement("smallest prev-head dir_frac (non-symmetric M)", min(dfs), ">", "symmetric")
+    judge.statement("smallest prev-head dir_frac (non-symmetric M)", min(dfs), ">", "symmetric")
     for r in cells.get("rope-sym", []):
         head = r.heads[r.prev_head]
-        claim.measure(
+        judge.measure(
             f"rope-sym s{r.seed}: prev-head rope_imag_frac, dir_frac (S10d's half)",
             [float(head.get("rope_imag_frac", float("nan"))), float(head["dir_frac"])],
         )
     for arm in (IMAG, "rope-sym", FREE):
         for r in cells.get(arm, []):
             head = r.heads[r.prev_head]
-            claim.plot(
+            judge.plot(
                 "prev head: rope_imag_frac vs dir_frac (Im-suppressed, sym, free)",
                 arm,
                 head["dir_frac"],

@@ -41,7 +41,7 @@ def _chance_median_at_least(n: int, k: int, bar: float) -> float:
 
 
 @claim("S11a", evidence=("paper",), schemes=ROPE, columns=("prev", "rope_imag_frac", "D_head"))
-def test_phase_flags_positional_routing_heads(evidence, claim: Claim):
+def test_phase_flags_positional_routing_heads(evidence, judge: Claim):
     """Source (§11, practical reading): "For weight-only head triage: under RoPE,
     rope_imag_frac (or the D_head percentile) flags positional-routing heads without a forward
     pass; under absolute/ALiBi schemes the same statistics are misleading in aggregate (bulk
@@ -66,31 +66,31 @@ def test_phase_flags_positional_routing_heads(evidence, claim: Claim):
     hundreds) is recorded."""
     table = evidence.head_table()
     value = top_k_percentile(table, "rope_imag_frac", by="prev", k=TOP_K)
-    claim.statement(
+    judge.statement(
         "median rope_imag_frac percentile of the top-5 prev heads", value, ">=", "top_quintile"
     )
-    bar = claim.threshold("top_quintile")
+    bar = judge.threshold("top_quintile")
     top = top_k_heads(table, "prev", TOP_K)
     pct = within_model_percentile(table, "rope_imag_frac")
-    claim.measure("their rope_imag_frac percentiles", [float(v) for v in pct.loc[top.index]])
-    claim.measure(
+    judge.measure("their rope_imag_frac percentiles", [float(v) for v in pct.loc[top.index]])
+    judge.measure(
         "median D_head percentile of the same heads (S6a)",
         top_k_percentile(table, "D_head", by="prev", k=TOP_K),
     )
-    claim.measure(
+    judge.measure(
         "chance five random heads reach the bar",
         _chance_median_at_least(len(table), TOP_K, bar),
         n=len(table),
     )
-    claim.measure(
+    judge.measure(
         "median reaches the top decile (signature_pct)",
-        bool(value >= claim.threshold("signature_pct")),
+        bool(value >= judge.threshold("signature_pct")),
     )
-    strong = table["prev"] > claim.threshold("strong")
-    claim.measure("heads with prev > 0.5", int(strong.sum()), n=len(table))
+    strong = table["prev"] > judge.threshold("strong")
+    judge.measure("heads with prev > 0.5", int(strong.sum()), n=len(table))
     if strong.any() and (~strong).any():
         rif = table["rope_imag_frac"]
-        claim.measure(
+        judge.measure(
             "rank-biserial of rope_imag_frac, prev > 0.5 heads vs the rest",
             rank_biserial(rif[strong].to_numpy(), rif[~strong].to_numpy()),
         )
@@ -135,7 +135,7 @@ def _anova_power(share: float, n: int, groups: int, alpha: float) -> float:
 
 
 @claim("S11b", evidence=("paper",), models=("llama-3-8b",), columns=TABLE_VARIABLES)
-def test_gqa_group_variance(evidence, claim: Claim):
+def test_gqa_group_variance(evidence, judge: Claim):
     """Source (§11, limitations (iii)): "Inference treats heads as units: heads share layers
     and training (layer-clustered design effects 3.6-6.9; we report clustered CIs), and Llama
     heads share K-projections within GQA groups of 4 (between-group variance 0.55-0.79) ---
@@ -171,7 +171,7 @@ def test_gqa_group_variance(evidence, claim: Claim):
     refutation."""
     table = evidence.head_table()
     per_layer = table.groupby("layer")["head"].nunique()
-    claim.premise(
+    judge.premise(
         "layers whose head count is not a multiple of 4",
         int((per_layer % GQA_GROUP != 0).sum()),
         "==",
@@ -179,13 +179,13 @@ def test_gqa_group_variance(evidence, claim: Claim):
     )
     layer = table["layer"].to_numpy()
     group = layer * 1000 + table["head"].to_numpy() // GQA_GROUP
-    alpha = claim.threshold("alpha")
+    alpha = judge.threshold("alpha")
     results = {
         name: _group_anova(table[name].to_numpy(dtype=float), layer, group)
         for name in TABLE_VARIABLES
     }
     some = next(iter(results.values()))
-    claim.power(
+    judge.power(
         f"F-test power against a between-group share of {PRINTED_LOW_SHARE}",
         _anova_power(PRINTED_LOW_SHARE, int(some["n"]), int(some["groups"]), alpha),
         ">=",
@@ -195,25 +195,25 @@ def test_gqa_group_variance(evidence, claim: Claim):
         n=int(some["n"]),
     )
     for name, r in results.items():
-        claim.measure(
+        judge.measure(
             f"{name}: share, ICC(1), share within layers, p within layers",
             [r["share"], r["icc"], r["share_within_layers"], r["p_within_layers"]],
             n=int(r["n"]),
         )
-        claim.statement(
+        judge.statement(
             f"{name}: one-way F test p, GQA groups", r["p"], "<", "alpha", n=int(r["n"])
         )
     shares = {name: r["share"] for name, r in results.items()}
-    claim.printed("smallest between-group share", min(shares.values()))
-    claim.printed("largest between-group share", max(shares.values()))
-    claim.measure(
+    judge.printed("smallest between-group share", min(shares.values()))
+    judge.printed("largest between-group share", max(shares.values()))
+    judge.measure(
         "variable with the smallest / largest share",
         [min(shares, key=lambda k: shares[k]), max(shares, key=lambda k: shares[k])],
     )
     for name in OTHER_VARIABLES:
         if name in table.columns:
             other = _group_anova(table[name].to_numpy(dtype=float), layer, group)
-            claim.measure(
+            judge.measure(
                 f"{name} (no printed Llama table; recorded): share, F test p",
                 [other["share"], other["p"]],
                 n=int(other["n"]),

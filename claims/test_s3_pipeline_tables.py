@@ -45,7 +45,7 @@ def _contains_zero(interval: tuple[float, float]) -> bool:
     models=("gpt2",),
     columns=("prev", "dir_frac", "D_head", "dir_frac_null_mean", "D_head_null_mean"),
 )
-def test_null_referenced_partial_is_indistinguishable(evidence: Any, claim: Claim) -> None:
+def test_null_referenced_partial_is_indistinguishable(evidence: Any, judge: Claim) -> None:
     """Source (§3): "Nulls are computed exhaustively for GPT-2; the cross-model analyses of §6
     use raw metrics --- on GPT-2, null-referenced metrics give an indistinguishable partial
     (-0.204 vs -0.206), so this choice is not load-bearing."
@@ -89,7 +89,7 @@ def test_null_referenced_partial_is_indistinguishable(evidence: Any, claim: Clai
         except QKError:
             return float("nan")
 
-    claim.absence(
+    judge.absence(
         "indistinguishable: partial (null-referenced) - partial (raw) (90% interval)",
         referenced.rho - raw.rho,
         layer_clustered_bootstrap_ci(difference, len(table), table["layer"].to_numpy(), level=0.90),
@@ -97,7 +97,7 @@ def test_null_referenced_partial_is_indistinguishable(evidence: Any, claim: Clai
         n=n,
         kind="layer-clustered bootstrap",
     )
-    claim.statement(
+    judge.statement(
         "same sign: partial (null-referenced) x partial (raw)",
         referenced.rho * raw.rho,
         ">",
@@ -106,7 +106,7 @@ def test_null_referenced_partial_is_indistinguishable(evidence: Any, claim: Clai
     )
     raw_ci = partial_rho_ci(table, "D_head", "prev", ["dir_frac"])
     referenced_ci = partial_rho_ci(null_table, "D_head", "prev", ["dir_frac"])
-    claim.statement(
+    judge.statement(
         "same conclusion: the null-referenced 95% CI contains 0 as the raw one does",
         _contains_zero(referenced_ci),
         "==",
@@ -114,17 +114,17 @@ def test_null_referenced_partial_is_indistinguishable(evidence: Any, claim: Clai
         note=f"raw CI [{raw_ci[0]:+.3f}, {raw_ci[1]:+.3f}], "
         f"null-referenced CI [{referenced_ci[0]:+.3f}, {referenced_ci[1]:+.3f}]",
     )
-    claim.printed("partial rho, null-referenced metrics", referenced.rho, n=n)
-    claim.printed("partial rho, raw metrics", raw.rho, n=n)
-    claim.measure("p of the null-referenced partial", referenced.p, n=n)
+    judge.printed("partial rho, null-referenced metrics", referenced.rho, n=n)
+    judge.printed("partial rho, raw metrics", raw.rho, n=n)
+    judge.measure("p of the null-referenced partial", referenced.p, n=n)
     z_reading = partial_rho(_null_referenced(table, "z"), "D_head", "prev", ["dir_frac"])
-    claim.measure("other reading (published z): partial rho", z_reading.rho, n=n, paper=-0.204)
-    claim.measure(
+    judge.measure("other reading (published z): partial rho", z_reading.rho, n=n, paper=-0.204)
+    judge.measure(
         "other reading (published z): |partial (z) - partial (raw)|",
         abs(z_reading.rho - raw.rho),
         n=n,
     )
-    claim.note(
+    judge.note(
         "Null-referenced is read as metric minus the head's matched-null mean; the z reading "
         f"(published dir_frac_z, D_head_z) gives {z_reading.rho:+.3f} against raw "
         f"{raw.rho:+.3f} (recorded, not judged)."
@@ -147,7 +147,7 @@ PERCENTILES = (("D_pct_{code}", "D_head"), ("rif_pct_{code}", "rope_imag_frac"))
 
 
 @claim("F7", evidence=("paper",), checkpoints=True)
-def test_final_checkpoint_matches_main_pipeline(evidence: Any, claim: Claim) -> None:
+def test_final_checkpoint_matches_main_pipeline(evidence: Any, judge: Claim) -> None:
     """Source (§3, "Checkpoint and intervention pipelines"): "For §9 we load Pythia public
     checkpoints natively (TransformerLens checkpoint_value); the fused-QKV unpacking and folding
     conventions were verified against the main-revision pipeline to machine precision (weight
@@ -178,11 +178,11 @@ def test_final_checkpoint_matches_main_pipeline(evidence: Any, claim: Claim) -> 
     model = evidence.ref.model
     summary = data.checkpoint_table(model, "ckpt_summary")
     analysis = data.checkpoint_table(model, "ckpt_analysis")
-    with claim.premises():
-        claim.premise(
+    with judge.premises():
+        judge.premise(
             "a main-revision per-head table", data.has_table("head_full", model), "==", True
         )
-        claim.premise(
+        judge.premise(
             "last checkpoint step (Pythia's final step)",
             int(analysis["step"].iloc[-1]),
             "==",
@@ -194,7 +194,7 @@ def test_final_checkpoint_matches_main_pipeline(evidence: Any, claim: Claim) -> 
     code = f"{layer}{head}"
     row = table[(table["layer"] == layer) & (table["head"] == head)].iloc[0]
     last = {"ckpt_summary": summary.iloc[-1], "ckpt_analysis": analysis.iloc[-1]}
-    claim.measure("summary's last step", float(summary["step"].iloc[-1]))
+    judge.measure("summary's last step", float(summary["step"].iloc[-1]))
     differences: dict[str, float] = {}
     for kind, column, metric in HEAD_METRICS:
         name = column.format(code=code)
@@ -206,27 +206,27 @@ def test_final_checkpoint_matches_main_pipeline(evidence: Any, claim: Claim) -> 
             last["ckpt_analysis"][column] - table[metric].median()
         )
     for what, difference in differences.items():
-        claim.measure(what, difference)
+        judge.measure(what, difference)
     worst = max(differences, key=lambda k: abs(differences[k]))
     largest = abs(differences[worst])
     where = worst if largest > 0 else f"all {len(differences)} equal"
-    claim.statement(
+    judge.statement(
         f"largest |final checkpoint - main revision| over the weight metrics ({where})",
         largest,
         "<=",
         0.0,
         n=len(differences),
     )
-    claim.measure("that largest |difference| in float64 epsilons", largest / np.finfo(float).eps)
+    judge.measure("that largest |difference| in float64 epsilons", largest / np.finfo(float).eps)
     index = table.index[(table["layer"] == layer) & (table["head"] == head)][0]
     for column, metric in PERCENTILES:
         name = column.format(code=code)
         ours = float(within_model_percentile(table, metric).loc[index])
-        claim.measure(
+        judge.measure(
             f"not judged: ckpt_analysis.{name} - our percentile of {metric} (rank/n)",
             float(last["ckpt_analysis"][name]) - ours,
         )
-    claim.measure(
+    judge.measure(
         "not a weight metric: prev behaviour, checkpoint - main revision",
         float(summary["prev_prev"].iloc[-1] - row["prev"]),
     )

@@ -46,7 +46,7 @@ def _spearman(table: Any, a: str, b: str) -> tuple[float, float]:
     evidence=("paper",),
     columns=(*METRICS, *MEASURED, *BEHAVIOURS, "copying"),
 )
-def test_taxonomy_holds_in_every_model(evidence: Any, claim: Claim) -> None:
+def test_taxonomy_holds_in_every_model(evidence: Any, judge: Claim) -> None:
     """Source (contributions): "Descriptive: spectral directionality separates head function
     across all seven models (§4)"; §4: "This replicates on Pythia and, attenuated, on Llama
     (content_pos_frac -> prev -0.30 vs GPT-2's -0.63; §6), establishing spectral
@@ -79,38 +79,38 @@ def test_taxonomy_holds_in_every_model(evidence: Any, claim: Claim) -> None:
     n = len(table)
     tests = {cell: _spearman(table, *cell) for cell in FAMILY}
     q = dict(zip(FAMILY, benjamini_hochberg([p for _, p in tests.values()]), strict=True))
-    alpha = claim.threshold("alpha")
-    rho_power(claim, n, alpha / len(FAMILY), guards="refuted")
+    alpha = judge.threshold("alpha")
+    rho_power(judge, n, alpha / len(FAMILY), guards="refuted")
     for (metric, behaviour), sign in GPT2_SIGN.items():
         rho = tests[(metric, behaviour)][0]
         shown = "+" if sign > 0 else "-"
-        claim.statement(
+        judge.statement(
             f"rho({metric}, {behaviour}) x GPT-2's sign ({shown})", rho * sign, ">", 0.0, n=n
         )
-        claim.statement(
+        judge.statement(
             f"BH q of rho({metric}, {behaviour})", float(q[(metric, behaviour)]), "<", "alpha", n=n
         )
         if (metric, behaviour) != ("content_pos_frac", "prev"):  # printed below
-            claim.measure(f"Spearman rho({metric}, {behaviour})", rho, n=n)
+            judge.measure(f"Spearman rho({metric}, {behaviour})", rho, n=n)
     for metric in MEASURED:
         for behaviour in BEHAVIOURS:
-            claim.measure(
+            judge.measure(
                 f"not in the authors' replication set: Spearman rho({metric}, {behaviour})",
                 _spearman(table, metric, behaviour)[0],
                 n=n,
             )
     for metric in ("dir_frac", "content_pos_frac", "imag_mass"):
-        claim.measure(
+        judge.measure(
             f"Spearman rho({metric}, copying) (not judged)",
             _spearman(table, metric, "copying")[0],
             n=n,
         )
     cpf_prev = tests[("content_pos_frac", "prev")][0]
-    claim.printed("Spearman rho(content_pos_frac, prev)", cpf_prev, n=n)
+    judge.printed("Spearman rho(content_pos_frac, prev)", cpf_prev, n=n)
     if evidence.ref.model == "llama-3-8b":
         gpt2 = evidence.data.head_table("gpt2")
         gpt2_rho = _spearman(gpt2, "content_pos_frac", "prev")[0]
-        claim.statement(
+        judge.statement(
             "attenuated: |rho(content_pos_frac, prev)| Llama - GPT-2",
             abs(cpf_prev) - abs(gpt2_rho),
             "<",

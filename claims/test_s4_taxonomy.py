@@ -58,7 +58,7 @@ OTHER_QK = ("cond_eig", "spectral_radius")
     columns=("prev", "dup", "ind", "copying", "dir_frac", "content_pos_frac", "imag_mass"),
 )
 @pytest.mark.parametrize(("metric", "behaviour"), TABLE_1, ids=[f"{m}~{b}" for m, b in TABLE_1])
-def test_spectral_metrics_track_head_type(evidence, claim: Claim, metric, behaviour):
+def test_spectral_metrics_track_head_type(evidence, judge: Claim, metric, behaviour):
     """Source (§4 and Table 1): "On GPT-2 (n = 144, Spearman, BH-FDR q < 10^-3), directionality
     maps onto head class"; Table 1 "Spearman correlations of spectral metrics with head-type
     scores (GPT-2, n = 144; all shown are FDR-significant)", copying "0.06 (ns)", "ns", "ns".
@@ -85,22 +85,22 @@ def test_spectral_metrics_track_head_type(evidence, claim: Claim, metric, behavi
     rho = float(results[(metric, behaviour)].statistic)
     q_value = float(q[(metric, behaviour)])
     cell = f"{metric}~{behaviour}"
-    printed = claim.printed_text("Spearman rho", cell, required=True)
+    printed = judge.printed_text("Spearman rho", cell, required=True)
     if printed == "ns":
-        claim.measure(f"Spearman rho({metric}, {behaviour}) (printed: ns)", rho, n=n)
+        judge.measure(f"Spearman rho({metric}, {behaviour}) (printed: ns)", rho, n=n)
     else:
-        claim.printed(
+        judge.printed(
             "Spearman rho", rho, key=cell, label=f"Spearman rho({metric}, {behaviour})", n=n
         )
     if (metric, behaviour) in NOT_SIGNIFICANT:
-        claim.statement(
+        judge.statement(
             "BH q (Table 1: ns, the printed test reproduced)", q_value, ">=", "alpha", n=n
         )
     else:
         sign: Comparison = ">" if printed.startswith("+") else "<"
-        claim.statement(f"sign of rho ({printed[0]})", rho, sign, 0.0, n=n)
-        claim.statement("BH q", q_value, "<", "alpha", n=n)
-        claim.printed("BH q (text: q < 1e-3)", q_value, comparison="<", n=n)
+        judge.statement(f"sign of rho ({printed[0]})", rho, sign, 0.0, n=n)
+        judge.statement("BH q", q_value, "<", "alpha", n=n)
+        judge.printed("BH q (text: q < 1e-3)", q_value, comparison="<", n=n)
 
 
 def _pearson_interval(r: float, n: int, level: float) -> tuple[float, float]:
@@ -128,7 +128,7 @@ def _spearman_interval95(rho: float, n: int) -> tuple[float, float]:
         *OTHER_QK,
     ),
 )
-def test_self_match_asymmetry_and_copying(evidence, claim: Claim):
+def test_self_match_asymmetry_and_copying(evidence, judge: Claim):
     """Source (§4): "Copying (OV) is orthogonal to every QK metric, a clean control. The content
     signature is legible: self_match equals content_pos_frac at r = 0.96; empirical pre-softmax
     score asymmetry on real inputs tracks dir_frac at 0.66."
@@ -163,9 +163,9 @@ def test_self_match_asymmetry_and_copying(evidence, claim: Claim):
     )
     r_self = float(scipy.stats.pearsonr(table["self_match"], table["content_pos_frac"]).statistic)
     rho_asym = float(scipy.stats.spearmanr(table["score_asym"], table["dir_frac"]).statistic)
-    size_self = claim.threshold("self_match_r")
-    size_asym = claim.threshold("score_asym_rho")
-    claim.statement(
+    size_self = judge.threshold("self_match_r")
+    size_asym = judge.threshold("score_asym_rho")
+    judge.statement(
         f"the printed r = {size_self} inside the 95% interval of Pearson r(self_match, "
         "content_pos_frac)",
         size_self,
@@ -174,13 +174,13 @@ def test_self_match_asymmetry_and_copying(evidence, claim: Claim):
         n=n,
         note=f"r = {r_self:.4f}",
     )
-    claim.printed("Pearson r(self_match, content_pos_frac)", r_self, n=n)
-    claim.measure(
+    judge.printed("Pearson r(self_match, content_pos_frac)", r_self, n=n)
+    judge.measure(
         "Spearman rho(self_match, content_pos_frac) (the authors' statistic)",
         float(scipy.stats.spearmanr(table["self_match"], table["content_pos_frac"]).statistic),
         n=n,
     )
-    claim.statement(
+    judge.statement(
         f"the printed rho = {size_asym} inside the 95% interval of Spearman rho(score_asym, "
         "dir_frac)",
         size_asym,
@@ -189,8 +189,8 @@ def test_self_match_asymmetry_and_copying(evidence, claim: Claim):
         n=n,
         note=f"rho = {rho_asym:.4f}",
     )
-    claim.printed("Spearman rho(score_asym, dir_frac)", rho_asym, n=n)
-    claim.measure(
+    judge.printed("Spearman rho(score_asym, dir_frac)", rho_asym, n=n)
+    judge.measure(
         "Pearson r(score_asym, dir_frac) (not the reading)",
         float(scipy.stats.pearsonr(table["score_asym"], table["dir_frac"]).statistic),
         n=n,
@@ -199,12 +199,12 @@ def test_self_match_asymmetry_and_copying(evidence, claim: Claim):
         result = scipy.stats.spearmanr(table["copying"], table[metric])
         rho = float(result.statistic)
         null_rank_correlation(
-            claim, f"rho(copying, {metric}) (orthogonal)", rho, n, family=len(QK_METRICS)
+            judge, f"rho(copying, {metric}) (orthogonal)", rho, n, family=len(QK_METRICS)
         )
-        claim.measure(f"p of rho(copying, {metric})", float(result.pvalue), n=n)
+        judge.measure(f"p of rho(copying, {metric})", float(result.pvalue), n=n)
     for metric in OTHER_QK:
         rho = float(scipy.stats.spearmanr(table["copying"], table[metric]).statistic)
-        claim.measure(
+        judge.measure(
             f"not correlated by the authors: rho(copying, {metric}) and its 90% interval",
             [rho, *spearman_interval(rho, n)],
             n=n,
@@ -212,7 +212,7 @@ def test_self_match_asymmetry_and_copying(evidence, claim: Claim):
 
 
 @claim("S4b", evidence=("weights", "toy"), columns=("prev", "ind"))
-def test_prev_head_leads_k_composition(evidence, claim: Claim):
+def test_prev_head_leads_k_composition(evidence, judge: Claim):
     """Source (§4): "by the K-composition statistic (the Frobenius overlap of an induction head's
     QK operator with an earlier head's OV write, ranked over all earlier heads), the canonical
     previous-token head ranks #1 for every induction head tested --- GPT-2's 4.11 for
@@ -240,12 +240,12 @@ def test_prev_head_leads_k_composition(evidence, claim: Claim):
     from qkcore.stats.population import head_name, top_k_heads
 
     model = evidence.model()
-    claim.premise("causal attention", bool(model.causal), "==", True)
+    judge.premise("causal attention", bool(model.causal), "==", True)
     table = evidence.head_table()
-    head_class = claim.threshold("strong")
+    head_class = judge.threshold("strong")
     candidates = table[(table["layer"] >= 1) & (table["ind"] > head_class)]
     strongest_ind = top_k_heads(table[table["layer"] >= 1], "ind", 1).iloc[0]
-    claim.premise(
+    judge.premise(
         f"induction heads (ind > {head_class}, layer >= 1)",
         len(candidates),
         ">=",
@@ -257,7 +257,7 @@ def test_prev_head_leads_k_composition(evidence, claim: Claim):
     earlier = table[table["layer"] < floor]
     prev = top_k_heads(earlier, "prev", 1).iloc[0]
     # recorded, not ended on: the ranks below are recorded even when this premise fails
-    claim.premise(
+    judge.premise(
         f"canonical prev head {head_name(prev)}: prev score",
         float(prev["prev"]),
         ">",
@@ -265,14 +265,14 @@ def test_prev_head_leads_k_composition(evidence, claim: Claim):
         end=False,
     )
     # the heads and denominators §4 prints, per model (catalogue); elsewhere only measured
-    paper_prev = claim.printed_text("canonical prev head")
-    paper_inductions = claim.printed_text("induction heads tested")
-    claim.measure("canonical prev head", head_name(prev), paper=paper_prev, n=len(earlier))
+    paper_prev = judge.printed_text("canonical prev head")
+    paper_inductions = judge.printed_text("induction heads tested")
+    judge.measure("canonical prev head", head_name(prev), paper=paper_prev, n=len(earlier))
     comp = k_composition(model)
     flat = int(prev["layer"]) * model.n_heads + int(prev["head"])
     denominators = []
     ordered = inductions.sort_values(["layer", "head"])
-    claim.measure(
+    judge.measure(
         "induction heads tested",
         "/".join(head_name(row) for _, row in ordered.iterrows()),
         paper=paper_inductions,
@@ -284,7 +284,7 @@ def test_prev_head_leads_k_composition(evidence, claim: Claim):
         n_earlier = int(np.isfinite(scores).sum())
         first = divmod(int(order[0]), model.n_heads)
         denominators.append(n_earlier)
-        claim.statement(
+        judge.statement(
             f"rank of prev head {head_name(prev)} for induction head {head_name(ind)} "
             f"(ind {ind['ind']:.3f})",
             rank,
@@ -297,7 +297,7 @@ def test_prev_head_leads_k_composition(evidence, claim: Claim):
     names = paper_inductions.split("/") if paper_inductions is not None else []
     if names and len(denominators) == len(names):
         for ours, name in zip(denominators, names, strict=True):
-            claim.printed(
+            judge.printed(
                 "earlier heads ranked",
                 ours,
                 key=f"{evidence.ref.model} {name}",

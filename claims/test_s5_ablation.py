@@ -60,7 +60,7 @@ def _spearman(table, a: str, b: str) -> float:
     return float(scipy.stats.spearmanr(table[a], table[b]).statistic)
 
 
-def _circuit(table, claim) -> tuple[str, str]:
+def _circuit(table, judge) -> tuple[str, str]:
     """The toy's classic circuit as premises: its strongest layer-0 prev head and strongest
     last-layer induction head, each with score > the vocabulary's "strong". Returns their names.
 
@@ -69,15 +69,15 @@ def _circuit(table, claim) -> tuple[str, str]:
     last = table[table["layer"] == table["layer"].max()]
     prev = layer0.loc[layer0["prev"].idxmax()]
     ind = last.loc[last["ind"].idxmax()]
-    strong = claim.threshold("strong")
-    claim.premise(
+    strong = judge.threshold("strong")
+    judge.premise(
         f"layer-0 previous-token head ({head_name(prev)}): prev score",
         float(prev["prev"]),
         ">",
         strong,
         end=False,
     )
-    claim.premise(
+    judge.premise(
         f"layer-{int(ind['layer'])} induction head ({head_name(ind)}): ind score",
         float(ind["ind"]),
         ">",
@@ -88,7 +88,7 @@ def _circuit(table, claim) -> tuple[str, str]:
 
 
 @claim("S5a", evidence=("paper",), models=("gpt2",), columns=("dCE_sym", "dCE_anti"))
-def test_symmetric_part_carries_the_load(evidence, claim: Claim):
+def test_symmetric_part_carries_the_load(evidence, judge: Claim):
     """Source (§5, "Symmetrization ablation"): "Replacing a head's M with M_S (killing M_A) or
     M_A (killing M_S) and measuring held-out CE, the symmetric part is 6.7x more load-bearing:
     sum dCE_anti = 2.60 vs sum dCE_sym = 0.39; killing M_A costs <= 0.02 general CE anywhere."
@@ -110,14 +110,14 @@ def test_symmetric_part_carries_the_load(evidence, claim: Claim):
     remove_a = float(table["dCE_sym"].sum())
     worst = table.loc[table["dCE_sym"].idxmax()]
     n = len(table)
-    claim.statement(
+    judge.statement(
         "M_S more load-bearing: sum dCE (M_S removed) - sum dCE (M_A removed)",
         remove_s - remove_a,
         ">",
         0.0,
         n=n,
     )
-    claim.statement(
+    judge.statement(
         f"largest dCE when M_A is removed (head {head_name(worst)})",
         float(worst["dCE_sym"]),
         "<",
@@ -126,17 +126,17 @@ def test_symmetric_part_carries_the_load(evidence, claim: Claim):
         paper="<= 0.02",
         note="0.025: the values that print as <= 0.02 at 2 decimals",
     )
-    claim.printed("sum dCE, M_S removed", remove_s, n=n)
-    claim.printed("sum dCE, M_A removed", remove_a, n=n)
-    claim.printed("ratio of the sums", remove_s / remove_a)
-    claim.consistency(
+    judge.printed("sum dCE, M_S removed", remove_s, n=n)
+    judge.printed("sum dCE, M_A removed", remove_a, n=n)
+    judge.printed("ratio of the sums", remove_s / remove_a)
+    judge.consistency(
         "ratio 2.60 / 0.39 from the paper's printed sums", round(2.60 / 0.39, 1), "==", 6.7
     )
-    claim.measure("heads with dCE (M_A removed) > 0.02", int((table["dCE_sym"] > 0.02).sum()), n=n)
+    judge.measure("heads with dCE (M_A removed) > 0.02", int((table["dCE_sym"] > 0.02).sum()), n=n)
 
 
 @claim("S5b", evidence=("paper",), models=("gpt2",), columns=("dICL_sym",))
-def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim: Claim):
+def test_antisymmetric_part_matters_only_in_the_circuit(evidence, judge: Claim):
     """Source (§5): "But a targeted induction task exposes that M_A is causally essential for
     specific heads: killing it on the canonical induction head 5.1 raises induction loss 8x
     (0.21 -> 1.77; 15x the next-largest effect) and on the previous-token head 4.11 by ~50%."
@@ -169,7 +169,7 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim: Claim):
     n = len(table)
     d51 = float(_head(table, 5, 1)["dICL_sym"])
     d411 = float(_head(table, 4, 11)["dICL_sym"])
-    claim.statement(
+    judge.statement(
         "head with the largest induction-loss effect when M_A is removed",
         names[0],
         "==",
@@ -177,12 +177,12 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim: Claim):
         n=n,
         text=True,
     )
-    claim.statement(
+    judge.statement(
         "prev head 4.11: induction-loss change when its M_A is removed", d411, ">", 0.0, n=n
     )
     bounds: tuple[tuple[Comparison, str], ...] = ((">=", "at least"), ("<=", "at most"))
     for bound, side in bounds:
-        claim.printed(
+        judge.printed(
             f"dICL_sym of head 5.1, {side} (1.77 - 0.21)",
             d51,
             label="dICL_sym of head 5.1",
@@ -190,13 +190,13 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim: Claim):
             paper="0.21 -> 1.77",
             note="1.77 - 0.21 with both printed to 2 decimals lies in [1.55, 1.57]",
         )
-    claim.printed(
+    judge.printed(
         "rise on 5.1: (0.21 + dICL_sym) / 0.21", (GPT2_INDUCTION_LOSS + d51) / GPT2_INDUCTION_LOSS
     )
-    claim.consistency("1.77 / 0.21 from the paper's printed losses", round(1.77 / 0.21), "==", 8)
+    judge.consistency("1.77 / 0.21 from the paper's printed losses", round(1.77 / 0.21), "==", 8)
     second = float(ranked["dICL_sym"].iloc[1])
     others = ranked[[name not in ("5.1", "4.11") for name in names]]
-    claim.printed(
+    judge.printed(
         "5.1's effect over the next-largest",
         d51 / second,
         label=f"5.1's effect over the next-largest ({names[1]})",
@@ -205,7 +205,7 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim: Claim):
             f"{head_name(others.iloc[0])})": d51 / float(others["dICL_sym"].iloc[0])
         },
     )
-    claim.printed(
+    judge.printed(
         "relative rise on 4.11: dICL_sym / 0.21",
         d411 / GPT2_INDUCTION_LOSS,
         paper="~50%",
@@ -214,12 +214,12 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim: Claim):
     ranks = []
     for layer, head in ((5, 5), (6, 9)):
         name = f"{layer}.{head}"
-        claim.printed(f"dICL_sym of {name}", float(_head(table, layer, head)["dICL_sym"]))
+        judge.printed(f"dICL_sym of {name}", float(_head(table, layer, head)["dICL_sym"]))
         ranks.append(names.index(name) + 1)
     for rank, which in zip(sorted(ranks), ("lower", "higher"), strict=True):
-        claim.printed("ranks of 5.5 and 6.9 by effect (sorted)", rank, key=which, n=n)
-    claim.measure("top-5 heads by effect", names[:5], paper=["5.1", "4.11", "6.7", "3.0", "8.5"])
-    claim.note(
+        judge.printed("ranks of 5.5 and 6.9 by effect (sorted)", rank, key=which, n=n)
+    judge.measure("top-5 heads by effect", names[:5], paper=["5.1", "4.11", "6.7", "3.0", "8.5"])
+    judge.note(
         "The top-5 overlap p = 0.014 (hypergeometric, 2 of 5 in the canonical circuit, 144 heads) "
         "implies a canonical circuit of 6 heads; with the 4 heads §5 names (4.11, 5.1, 5.5, 6.9) "
         "the same p is 0.0057. Not judged: the paper does not list its canonical set."
@@ -227,7 +227,7 @@ def test_antisymmetric_part_matters_only_in_the_circuit(evidence, claim: Claim):
 
 
 @claim("S5c", evidence=("paper",), models=("gpt2",), columns=("prev", "D_head", "dir_frac"))
-def test_d_head_does_not_beat_dir_frac(evidence, claim: Claim):
+def test_d_head_does_not_beat_dir_frac(evidence, judge: Claim):
     """Source (§5, "Incremental validity"): "the complex refinement adds no reliable positive
     increment on GPT-2: partial rho(D_head, prev | dir_frac) = -0.21 (layer-clustered 95% CI
     [-0.51, +0.08] - the point estimate is negative but not reliably so".
@@ -254,7 +254,7 @@ def test_d_head_does_not_beat_dir_frac(evidence, claim: Claim):
     result = partial_rho(table, "D_head", "prev", ["dir_frac"])
     lo90, hi90 = partial_rho_ci(table, "D_head", "prev", ["dir_frac"], level=0.90)
     lo, hi = partial_rho_ci(table, "D_head", "prev", ["dir_frac"])
-    claim.absence(
+    judge.absence(
         "no reliable positive increment: partial rho(D_head, prev | dir_frac) (90% interval)",
         result.rho,
         (lo90, hi90),
@@ -262,16 +262,16 @@ def test_d_head_does_not_beat_dir_frac(evidence, claim: Claim):
         n=result.n,
         kind="layer-clustered bootstrap",
     )
-    claim.statement("not reliably negative: 95% CI upper end", hi, ">", 0.0, n=result.n)
-    claim.printed("partial rho(D_head, prev | dir_frac)", result.rho, n=result.n)
-    claim.measure("95% layer-clustered CI", [lo, hi], paper=[-0.51, 0.08])
+    judge.statement("not reliably negative: 95% CI upper end", hi, ">", 0.0, n=result.n)
+    judge.printed("partial rho(D_head, prev | dir_frac)", result.rho, n=result.n)
+    judge.measure("95% layer-clustered CI", [lo, hi], paper=[-0.51, 0.08])
 
 
 NON_ROTARY = ("ape", "alibi")
 
 
 @claim("S5a", evidence=("toy",), schemes=NON_ROTARY)
-def test_symmetric_part_carries_the_load_on_toys(evidence, claim: Claim):
+def test_symmetric_part_carries_the_load_on_toys(evidence, judge: Claim):
     """Source: as the GPT-2 test (§5, "the symmetric part is 6.7x more load-bearing ...").
 
     Reading (toy adaptation, module docstring): the toy's induction loss stands in for corpus
@@ -286,19 +286,19 @@ def test_symmetric_part_carries_the_load_on_toys(evidence, claim: Claim):
     Power: every head measured; one seed per row (the plugin judges seeds as a population).
     """
     table = evidence.head_table()
-    _circuit(table, claim)
+    _circuit(table, judge)
     remove_s = float(table["dICL_anti"].sum())
     remove_a = float(table["dICL_sym"].sum())
     worst = table.loc[table["dICL_sym"].idxmax()]
-    claim.statement(
+    judge.statement(
         "M_S more load-bearing: sum dICL (M_S removed) - sum dICL (M_A removed)",
         remove_s - remove_a,
         ">",
         0.0,
         n=len(table),
     )
-    claim.measure("ratio of the sums", remove_s / remove_a if remove_a else float("inf"), paper=6.7)
-    claim.measure(
+    judge.measure("ratio of the sums", remove_s / remove_a if remove_a else float("inf"), paper=6.7)
+    judge.measure(
         f"largest dICL when M_A is removed (head {head_name(worst)}; not judged: the paper's "
         "<= 0.02 bound is on general CE)",
         float(worst["dICL_sym"]),
@@ -307,7 +307,7 @@ def test_symmetric_part_carries_the_load_on_toys(evidence, claim: Claim):
 
 
 @claim("S5b", evidence=("toy",), schemes=NON_ROTARY)
-def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim: Claim):
+def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, judge: Claim):
     """Source: as the GPT-2 test (§5: M_A is "causally essential" for the circuit heads, "the
     argmax landing on a canonical induction head"; contributions: "M_A is causally critical
     only for the canonical induction/previous-token circuit").
@@ -324,9 +324,9 @@ def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim: Clai
     Power: every head measured; one seed per row.
     """
     table = evidence.head_table()
-    circuit = _circuit(table, claim)
+    circuit = _circuit(table, judge)
     top = table.loc[table["dICL_sym"].idxmax()]
-    claim.statement(
+    judge.statement(
         "head with the largest induction-loss effect when M_A is removed, in the circuit "
         f"{{prev {circuit[0]}, induction {circuit[1]}}}",
         head_name(top) in circuit,
@@ -334,10 +334,10 @@ def test_antisymmetric_part_matters_in_the_circuit_on_toys(evidence, claim: Clai
         True,
         note=f"argmax head {head_name(top)}",
     )
-    claim.measure(f"its dICL_sym (head {head_name(top)})", float(top["dICL_sym"]))
-    claim.measure("induction loss before ablation", table.attrs.get("induction_loss"))
+    judge.measure(f"its dICL_sym (head {head_name(top)})", float(top["dICL_sym"]))
+    judge.measure("induction loss before ablation", table.attrs.get("induction_loss"))
     for metric in (*NAMED_SCALARS, *OTHER_SCALARS):
-        claim.measure(
+        judge.measure(
             f"rho(dICL_sym, {metric}) (not judged: 8 heads)",
             _spearman(table, "dICL_sym", metric),
             n=len(table),

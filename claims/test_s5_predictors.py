@@ -95,7 +95,7 @@ def _ranked(table: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
     models=("gpt2",),
     columns=("dCE_sym", *NULL_REFERENCED, *NULL_REFERENCED.values()),
 )
-def test_nested_regression_on_the_ablation_effect(evidence: Any, claim: Claim) -> None:
+def test_nested_regression_on_the_ablation_effect(evidence: Any, judge: Claim) -> None:
     """Source (§5, "Incremental validity"): "the complex refinement adds no reliable positive
     increment on GPT-2: [...] and in a nested regression on the ablation effect dir_frac
     explains 0.001 of variance rising only to 0.028 with D_head added, the added term
@@ -143,7 +143,7 @@ def test_nested_regression_on_the_ablation_effect(evidence: Any, claim: Claim) -
     def coefficient(rows: np.ndarray) -> float:
         return _nested(referenced.iloc[rows], "dCE_sym")[2]
 
-    claim.absence(
+    judge.absence(
         "no reliable positive increment: signed partial r of D_head with dCE_sym given "
         "dir_frac (90% layer-clustered interval)",
         partial,
@@ -152,25 +152,25 @@ def test_nested_regression_on_the_ablation_effect(evidence: Any, claim: Claim) -
         n=n,
         kind="layer-clustered bootstrap",
     )
-    claim.statement("wrong-signed: D_head coefficient", d_coef, "<", 0.0, n=n)
-    claim.measure(
+    judge.statement("wrong-signed: D_head coefficient", d_coef, "<", 0.0, n=n)
+    judge.measure(
         "90% layer-clustered interval of the D_head coefficient",
         list(layer_clustered_bootstrap_ci(coefficient, n, layers, level=0.90)),
     )
-    claim.measure("R^2 increment from adding D_head", r2_both - r2_dir, n=n)
+    judge.measure("R^2 increment from adding D_head", r2_both - r2_dir, n=n)
     raw = _nested(table, "dCE_sym")
-    claim.printed("R^2, dCE_sym ~ dir_frac", r2_dir, n=n, readings={"raw metrics": raw[0]})
-    claim.printed(
+    judge.printed("R^2, dCE_sym ~ dir_frac", r2_dir, n=n, readings={"raw metrics": raw[0]})
+    judge.printed(
         "R^2, dCE_sym ~ dir_frac + D_head", r2_both, n=n, readings={"raw metrics": raw[1]}
     )
-    claim.measure(
+    judge.measure(
         "other reading, raw dir_frac and D_head: R^2 alone, with D_head, D_head coefficient",
         list(raw[:3]),
         paper=[0.001, 0.028, "< 0"],
     )
     for outcome in ("dICL_sym", "dCE_anti"):
         first, second, coef, _ = _nested(referenced, outcome)
-        claim.measure(
+        judge.measure(
             f"other reading, outcome {outcome}: R^2 alone, with D_head, D_head coefficient",
             [first, second, coef],
             paper=[0.001, 0.028, "< 0"],
@@ -178,7 +178,7 @@ def test_nested_regression_on_the_ablation_effect(evidence: Any, claim: Claim) -
     first, second, coef, _ = _nested(
         _ranked(referenced, ("dCE_sym", "dir_frac", "D_head")), "dCE_sym"
     )
-    claim.measure(
+    judge.measure(
         "other reading, OLS on ranks: R^2 alone, with D_head, D_head coefficient",
         [first, second, coef],
         paper=[0.001, 0.028, "< 0"],
@@ -186,7 +186,7 @@ def test_nested_regression_on_the_ablation_effect(evidence: Any, claim: Claim) -
 
 
 @claim("S5f", evidence=("paper",), models=("gpt2",), columns=("dICL_sym", *NAMED, *UNNAMED))
-def test_no_spectral_scalar_predicts_need_for_m_a(evidence: Any, claim: Claim) -> None:
+def test_no_spectral_scalar_predicts_need_for_m_a(evidence: Any, judge: Claim) -> None:
     """Source (§5): "Crucially this importance is a discrete circuit fact: no spectral scalar
     (dir_frac, D_head, imag_mass, ||M_A||) predicts which heads need M_A (all |rho| <~ 0.1),
     so the 144-head aggregate is null."
@@ -217,35 +217,35 @@ def test_no_spectral_scalar_predicts_need_for_m_a(evidence: Any, claim: Claim) -
     for metric in NAMED:
         result = scipy.stats.spearmanr(table["dICL_sym"], table[metric])
         rho = float(result.statistic)
-        null_rank_correlation(claim, f"rho(dICL_sym, {metric}) (null)", rho, n, family=len(NAMED))
-        claim.printed(
+        null_rank_correlation(judge, f"rho(dICL_sym, {metric}) (null)", rho, n, family=len(NAMED))
+        judge.printed(
             "|rho| of a named scalar (printed: <~ 0.1)",
             abs(rho),
             label=f"|rho(dICL_sym, {metric})| (printed: <~ 0.1)",
             comparison="<=",
             n=n,
         )
-        claim.measure(f"p of rho(dICL_sym, {metric})", float(result.pvalue), n=n)
-    claim.note(
+        judge.measure(f"p of rho(dICL_sym, {metric})", float(result.pvalue), n=n)
+    judge.note(
         "||M_A||, the fourth scalar the sentence names, is not a column of the published table "
         "(only its share dir_frac = ||M_A|| / ||M|| is): not judged."
     )
     for metric in UNNAMED:
         rho = float(scipy.stats.spearmanr(table["dICL_sym"], table[metric]).statistic)
-        claim.measure(
+        judge.measure(
             f"not named by the sentence: rho(dICL_sym, {metric}) and its 90% interval",
             [rho, *spearman_interval(rho, n)],
             n=n,
         )
     henrici = float(scipy.stats.spearmanr(table["dICL_sym"], table["henrici"]).statistic)
     radius = float(scipy.stats.spearmanr(table["dICL_sym"], table["spectral_radius"]).statistic)
-    claim.note(
+    judge.note(
         "Separate finding, not the sentence's claim: two spectral columns the sentence does not "
         f"name associate with dICL_sym - henrici (defined in §3) rho = {henrici:+.3f} and "
         f"spectral_radius rho = {radius:+.3f} over the 144 heads (measured, not judged)."
     )
     for metric in NAMED:
-        claim.measure(
+        judge.measure(
             f"rho(dCE_sym, {metric}) (general CE, not the reading)",
             float(scipy.stats.spearmanr(table["dCE_sym"], table[metric]).statistic),
             n=n,
@@ -253,7 +253,7 @@ def test_no_spectral_scalar_predicts_need_for_m_a(evidence: Any, claim: Claim) -
 
 
 @claim("S5g", evidence=("paper",), models=("gpt2",), columns=("dICL_sym",))
-def test_top_five_heads_by_effect(evidence: Any, claim: Claim) -> None:
+def test_top_five_heads_by_effect(evidence: Any, judge: Claim) -> None:
     """Source (§5): "Canonical induction heads 5.5/6.9 show smaller positive effects (+0.03,
     ranks 7-8 of 144); the top-5 by effect are 5.1, 4.11, 6.7, 3.0, 8.5, so top-5 overlap
     with the canonical circuit is 2/5 (hypergeometric p = 0.014), with the argmax landing on a
@@ -276,7 +276,7 @@ def test_top_five_heads_by_effect(evidence: Any, claim: Claim) -> None:
     table = evidence.head_table()
     top = top_k_heads(table, "dICL_sym", 6)
     names = [head_name(row) for _, row in top.iterrows()]
-    claim.statement(
+    judge.statement(
         "top-5 heads by dICL_sym, in order",
         ", ".join(names[:5]),
         "==",
@@ -284,7 +284,7 @@ def test_top_five_heads_by_effect(evidence: Any, claim: Claim) -> None:
         text=True,
         n=len(table),
     )
-    claim.measure("same five heads, any order", sorted(names[:5]) == sorted(TOP5_PAPER))
+    judge.measure("same five heads, any order", sorted(names[:5]) == sorted(TOP5_PAPER))
     effects = top["dICL_sym"].to_numpy(dtype=float)
-    claim.measure("dICL_sym of the top-6", [float(e) for e in effects])
-    claim.measure(f"gap between the 5th and the 6th ({names[5]})", float(effects[4] - effects[5]))
+    judge.measure("dICL_sym of the top-6", [float(e) for e in effects])
+    judge.measure(f"gap between the 5th and the 6th ({names[5]})", float(effects[4] - effects[5]))

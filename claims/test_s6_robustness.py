@@ -123,7 +123,7 @@ def _partial_interval(table: pd.DataFrame, x: str = "D_head") -> tuple[float, fl
 
 
 @claim("S6f", sets=("paper",))
-def test_bulk_gradation_in_most_models(evidence_set: Any, claim: Claim) -> None:
+def test_bulk_gradation_in_most_models(evidence_set: Any, judge: Claim) -> None:
     """Source (§6): "a positive gradation among near-zero-prev bulk heads is present in most
     models (including GPT-2: +0.25 within prev <= 0.05)".
 
@@ -142,10 +142,10 @@ def test_bulk_gradation_in_most_models(evidence_set: Any, claim: Claim) -> None:
     alpha) >= min_power (0.8). Refuting "most" needs more than half of the models powered;
     refuting GPT-2's gradation needs GPT-2's bulk test powered.
     """
-    cut = claim.threshold("bulk_prev")
-    alpha = claim.threshold("alpha")
-    effect = claim.threshold("paper_effect")
-    min_power = claim.threshold("min_power")
+    cut = judge.threshold("bulk_prev")
+    alpha = judge.threshold("alpha")
+    effect = judge.threshold("paper_effect")
+    min_power = judge.threshold("min_power")
     present, powered, shown = 0, 0, []
     tables = evidence_set.tables()
     for ref, table in tables.items():
@@ -155,10 +155,10 @@ def test_bulk_gradation_in_most_models(evidence_set: Any, claim: Claim) -> None:
         powered += power >= min_power
         shown.append(f"{ref.name}: {rho:+.3f} (p = {p:.2g}, n = {n}, power {power:.2f})")
         if ref.name == "gpt2":
-            claim.statement("GPT-2: bulk partial rho", rho, ">", 0.0, n=n)
-            claim.statement("GPT-2: bulk partial rho, p", p, "<", "alpha", n=n)
-            claim.printed("bulk partial rho (prev <= 0.05)", rho, key="gpt2", n=n)
-            claim.power(
+            judge.statement("GPT-2: bulk partial rho", rho, ">", 0.0, n=n)
+            judge.statement("GPT-2: bulk partial rho, p", p, "<", "alpha", n=n)
+            judge.printed("bulk partial rho (prev <= 0.05)", rho, key="gpt2", n=n)
+            judge.power(
                 "GPT-2: power of the bulk test",
                 power,
                 ">=",
@@ -168,15 +168,15 @@ def test_bulk_gradation_in_most_models(evidence_set: Any, claim: Claim) -> None:
                 n=n,
             )
     models = len(tables)
-    claim.measure("bulk partial rho per model", "; ".join(shown))
-    claim.statement(
+    judge.measure("bulk partial rho per model", "; ".join(shown))
+    judge.statement(
         "share of models with a positive, significant bulk gradation",
         present / models,
         ">",
         "most",
         n=models,
     )
-    claim.power(
+    judge.power(
         "share of models whose bulk test is powered",
         powered / models,
         ">",
@@ -191,7 +191,7 @@ def test_bulk_gradation_in_most_models(evidence_set: Any, claim: Claim) -> None:
 
 
 @claim("S6g", evidence=("paper",), models=("gpt2",), columns=("prev", "D_head"))
-def test_gpt2_head_4_11_percentile(evidence: Any, claim: Claim) -> None:
+def test_gpt2_head_4_11_percentile(evidence: Any, judge: Claim) -> None:
     """Source (§6): "bottom-quartile under learned absolute (medians 0.21/0.23/0.14; e.g.
     GPT-2's 4.11 at 0.22; [...])".
 
@@ -211,16 +211,16 @@ def test_gpt2_head_4_11_percentile(evidence: Any, claim: Claim) -> None:
     """
     table = evidence.head_table()
     row = (table["layer"] == 4) & (table["head"] == 11)
-    claim.premise("head 4.11 in the table", int(row.sum()), "==", 1)
+    judge.premise("head 4.11 in the table", int(row.sum()), "==", 1)
     index = table.index[row][0]
     value = float(percentile(table, "D_head").loc[index])
     top = top_k_heads(table, "prev", TOP_K)
-    claim.statement("4.11 is one of the top-5 prev heads", bool(index in top.index), "==", True)
-    claim.statement("4.11's D_head percentile (bottom quartile)", value, "<=", "bottom_quartile")
+    judge.statement("4.11 is one of the top-5 prev heads", bool(index in top.index), "==", True)
+    judge.statement("4.11's D_head percentile (bottom quartile)", value, "<=", "bottom_quartile")
     n = len(table)
     rank = float(scipy.stats.rankdata(table["D_head"].to_numpy())[table.index.get_loc(index)])
     raw = float(table.loc[index, "D_head"])
-    claim.printed(
+    judge.printed(
         "4.11's within-model D_head percentile",
         value,
         n=n,
@@ -233,21 +233,21 @@ def test_gpt2_head_4_11_percentile(evidence: Any, claim: Claim) -> None:
         f"{rank:g} of {n}: {value:.3f}) - a value printed as a percentile; the head sits even "
         "lower in the bottom quartile than printed",
     )
-    claim.measure("4.11's raw D_head", raw, paper="0.22")
-    claim.note(
+    judge.measure("4.11's raw D_head", raw, paper="0.22")
+    judge.note(
         f"The printed 0.22 is not 4.11's percentile under any convention (r / n = {value:.3f}, "
         f"rank {rank:g} of {n}) but its raw D_head, {raw:.3f}: a value printed as a percentile, "
         "a slip either way; 0.08 would keep the sentence's bottom-quartile point."
     )
-    claim.measure("4.11's prev score", float(table.loc[index, "prev"]))
-    claim.measure("4.11's D_head rank from the bottom (of n)", f"{rank:g} of {n}")
+    judge.measure("4.11's prev score", float(table.loc[index, "prev"]))
+    judge.measure("4.11's D_head rank from the bottom (of n)", f"{rank:g} of {n}")
 
 
 # --------------------------------------------------------------------------------------- S6h
 
 
 @claim("S6h", sets=("paper",))
-def test_learned_absolute_prev_heads_content_profile(evidence_set: Any, claim: Claim) -> None:
+def test_learned_absolute_prev_heads_content_profile(evidence_set: Any, judge: Claim) -> None:
     """Source (§6): "bottom-quartile under learned absolute (medians 0.21/0.23/0.14; e.g.
     GPT-2's 4.11 at 0.22; all with content-like symmetric profiles, content_pos_frac
     0.46-0.57)".
@@ -266,26 +266,26 @@ def test_learned_absolute_prev_heads_content_profile(evidence_set: Any, claim: C
 
     Premises: the set holds the three learned-absolute models. Power: descriptive.
     """
-    low, high = claim.threshold("cpf_low"), claim.threshold("cpf_high")
+    low, high = judge.threshold("cpf_low"), judge.threshold("cpf_high")
     tables = {ref.name: t for ref, t in evidence_set.tables().items() if ref.scheme in APE}
-    claim.premise("learned-absolute models in the set", len(tables), ">=", len(LEARNED_ABSOLUTE))
+    judge.premise("learned-absolute models in the set", len(tables), ">=", len(LEARNED_ABSOLUTE))
     means = {}
     for name, table in tables.items():
         top = top_k_heads(table, "prev", TOP_K)["content_pos_frac"]
         means[name] = float(top.mean())
-        claim.statement(f"{name}: top-5 mean content_pos_frac (low end)", means[name], ">=", low)
-        claim.statement(f"{name}: top-5 mean content_pos_frac (high end)", means[name], "<", high)
-        claim.measure(f"{name}: top-5 median content_pos_frac", float(top.median()))
-        claim.measure(f"{name}: top-5 content_pos_frac per head", [round(float(v), 3) for v in top])
-        claim.measure(
+        judge.statement(f"{name}: top-5 mean content_pos_frac (low end)", means[name], ">=", low)
+        judge.statement(f"{name}: top-5 mean content_pos_frac (high end)", means[name], "<", high)
+        judge.measure(f"{name}: top-5 median content_pos_frac", float(top.median()))
+        judge.measure(f"{name}: top-5 content_pos_frac per head", [round(float(v), 3) for v in top])
+        judge.measure(
             f"{name}: every top-5 head within [{low}, {high})",
             bool(((top >= low) & (top < high)).all()),
         )
         population = float(table["content_pos_frac"].median())
-        claim.measure(f"{name}: population median content_pos_frac", population)
-        claim.measure(f"{name}: top-5 mean above the population median", means[name] > population)
-    claim.printed("smallest model mean content_pos_frac of the top-5", min(means.values()))
-    claim.printed("largest model mean content_pos_frac of the top-5", max(means.values()))
+        judge.measure(f"{name}: population median content_pos_frac", population)
+        judge.measure(f"{name}: top-5 mean above the population median", means[name] > population)
+    judge.printed("smallest model mean content_pos_frac of the top-5", min(means.values()))
+    judge.printed("largest model mean content_pos_frac of the top-5", max(means.values()))
 
 
 # --------------------------------------------------------------------------------------- S6i
@@ -334,7 +334,7 @@ def _median_band(
 
 
 @claim("S6i", evidence=("paper",), schemes=ROPE, columns=("prev", "dir_frac", "D_head"))
-def test_rope_prev_heads_at_the_null_population_below(evidence: Any, claim: Claim) -> None:
+def test_rope_prev_heads_at_the_null_population_below(evidence: Any, judge: Claim) -> None:
     """Source (§6): "Under RoPE these heads sit at the dir_frac null (~0.70) with D_head at the
     Ginibre value (≈0.61) while the population suppresses below it (medians 0.40-0.45;
     per-model matched nulls: 410m prev heads' D_head z in [-0.1, +5.0] vs population median
@@ -396,11 +396,11 @@ def test_rope_prev_heads_at_the_null_population_below(evidence: Any, claim: Clai
     table = evidence.head_table()
     name = evidence.ref.name
     shape = ROPE_SHAPES[name]
-    with claim.premises():
-        claim.premise(
+    with judge.premises():
+        judge.premise(
             "heads in the table (the null's population size)", len(table), "==", shape.n_heads
         )
-        claim.premise(
+        judge.premise(
             f"every head has rank (head dim) {shape.k}",
             bool((table["rank"] == shape.k).all()),
             "==",
@@ -409,19 +409,19 @@ def test_rope_prev_heads_at_the_null_population_below(evidence: Any, claim: Clai
     d_eff = shape.d - 1 if shape.centred else shape.d
     null = _ginibre_heads(d_eff, shape.k)
     draws = len(null)
-    claim.measure(
+    judge.measure(
         "sampler check: mean dir_frac^2 of the draws (exact value beside)",
         float((null["dir_frac"] ** 2).mean()),
         paper=(d_eff - 1) / (2 * d_eff),
     )
     top = top_k_heads(table, "prev", TOP_K)
     for metric in ("dir_frac", "D_head"):
-        claim.measure(f"top-5 prev heads' {metric}", [round(float(v), 4) for v in top[metric]])
+        judge.measure(f"top-5 prev heads' {metric}", [round(float(v), 4) for v in top[metric]])
 
     direction = null["dir_frac"].to_numpy()
     mean, sd = float(direction.mean()), float(direction.std(ddof=1))
     value = float(top["dir_frac"].median())
-    claim.absence(
+    judge.absence(
         "median dir_frac of the top-5 prev heads at the null (within 0.01 of its mean)",
         value,
         normal_interval(value, sd / np.sqrt(draws), EQUIVALENCE_LEVEL),
@@ -431,8 +431,8 @@ def test_rope_prev_heads_at_the_null_population_below(evidence: Any, claim: Clai
         paper="~0.70",
         kind=MONTE_CARLO,
     )
-    claim.measure("Ginibre single-head mean dir_frac", mean, paper="~0.70")
-    claim.measure(
+    judge.measure("Ginibre single-head mean dir_frac", mean, paper="~0.70")
+    judge.measure(
         "z of the top-5 median dir_frac against the single-head null", (value - mean) / sd
     )
 
@@ -440,7 +440,7 @@ def test_rope_prev_heads_at_the_null_population_below(evidence: Any, claim: Clai
     mean, sd = float(rotation.mean()), float(rotation.std(ddof=1))
     value = float(top["D_head"].median())
     z = (value - mean) / sd
-    claim.absence(
+    judge.absence(
         "z of the top-5 median D_head against the single-head null (at the Ginibre value)",
         z,
         normal_interval(z, float(np.sqrt((1 + z**2 / 2) / draws)), EQUIVALENCE_LEVEL),
@@ -454,21 +454,21 @@ def test_rope_prev_heads_at_the_null_population_below(evidence: Any, claim: Clai
         "extreme (-4.28 against the printed -3.7), so a z beyond the margin here does not "
         "show one beyond it on the authors' null",
     )
-    claim.measure("median D_head of the top-5 prev heads", value)
-    claim.measure(
+    judge.measure("median D_head of the top-5 prev heads", value)
+    judge.measure(
         "top-5 prev heads' D_head z against the single-head null",
         [round((float(v) - mean) / sd, 2) for v in top["D_head"]],
     )
     centre = float(np.median(rotation))
-    claim.measure("Ginibre single-head median D_head", centre, paper="≈0.61")
-    claim.measure(
+    judge.measure("Ginibre single-head median D_head", centre, paper="≈0.61")
+    judge.measure(
         "top-5 median D_head within the print's precision of the null median (|d| < 0.005)",
         bool(abs(value - centre) < 0.005),
     )
     # "the Ginibre value (≈0.61)": the print against the value it names, at this model's shape;
     # the d_k = 64 heads' value (410m's shape, §3's GPT-2 null 0.608) is the other reading
     reference = _ginibre_heads(d_eff, 64)["D_head"].to_numpy()
-    claim.consistency(
+    judge.consistency(
         f"the printed Ginibre D_head '≈0.61' is the null median at this shape (d_k = {shape.k})",
         centre,
         "==",
@@ -477,35 +477,35 @@ def test_rope_prev_heads_at_the_null_population_below(evidence: Any, claim: Clai
         readings={"the d_k = 64 heads' Ginibre value": float(np.median(reference))},
         note="the median of 1000 simulated single heads of the model's shape",
     )
-    claim.note(
+    judge.note(
         "Reading: the z are against the Ginibre null of the model's shape, not the paper's "
         "per-model matched nulls (the released RoPE tables carry no null columns); D_head 'at "
         "the Ginibre value' is judged by the sentence's own z range (|z| <= 5.0), not by the "
         "print '≈0.61' at two decimals - and, on a stand-in null, can support but not refute."
     )
 
-    band = _median_band(rotation, shape.n_heads, claim.threshold("band_coverage"))
+    band = _median_band(rotation, shape.n_heads, judge.threshold("band_coverage"))
     population = float(table["D_head"].median())
-    claim.measure("Ginibre median band of the population median D_head", list(band))
-    claim.measure(
+    judge.measure("Ginibre median band of the population median D_head", list(band))
+    judge.measure(
         "z of the population median D_head against the single-head null", (population - mean) / sd
     )
-    claim.statement(
+    judge.statement(
         "population median D_head below the null's median band",
         population,
         "<",
         band[0],
         n=len(table),
     )
-    claim.printed("population median D_head, low end of 0.40-0.45", population, comparison=">=")
-    claim.printed("population median D_head, high end of 0.40-0.45", population, comparison="<=")
+    judge.printed("population median D_head, low end of 0.40-0.45", population, comparison=">=")
+    judge.printed("population median D_head, high end of 0.40-0.45", population, comparison="<=")
 
 
 # --------------------------------------------------------------------------------------- S6j
 
 
 @claim("S6j", evidence=("paper",), columns=("prev", "dir_frac", "imag_mass", "henrici"))
-def test_imag_mass_positive_henrici_negative(evidence: Any, claim: Claim) -> None:
+def test_imag_mass_positive_henrici_negative(evidence: Any, judge: Claim) -> None:
     """Source (§6 (i), "Metric specificity"): "among complex-spectrum summaries, imag_mass is
     incrementally positive on all models and Henrici non-normality negative on all; D_head
     composites these two channels."
@@ -529,19 +529,19 @@ def test_imag_mass_positive_henrici_negative(evidence: Any, claim: Claim) -> Non
     for metric, comparison in signs:
         rho, p, n = _partial(table, metric)
         interval = partial_rho_ci(table, metric, "prev", ["dir_frac"])
-        claim.statement(
+        judge.statement(
             f"partial rho({metric}, prev | dir_frac), the sign of the estimate",
             rho,
             comparison,
             0.0,
             n=n,
         )
-        claim.measure(f"partial rho({metric}, prev | dir_frac), 95% layer-clustered CI", interval)
-        claim.measure(
+        judge.measure(f"partial rho({metric}, prev | dir_frac), 95% layer-clustered CI", interval)
+        judge.measure(
             f"partial rho({metric}, prev | dir_frac): CI excludes 0 (the stricter reading)",
             bool(interval[0] > 0 or interval[1] < 0),
         )
-        claim.measure(f"partial rho({metric}, prev | dir_frac), p", p, n=n)
+        judge.measure(f"partial rho({metric}, prev | dir_frac), p", p, n=n)
 
 
 # --------------------------------------------------------------------------------------- S6k
@@ -593,7 +593,7 @@ def _clustered_partials(
 
 
 @claim("S6k", sets=("paper",))
-def test_no_aggregate_scalar_separates_schemes(evidence_set: Any, claim: Claim) -> None:
+def test_no_aggregate_scalar_separates_schemes(evidence_set: Any, judge: Claim) -> None:
     """Source (§6 (i)): "No single aggregate scalar separates the schemes --- the head-profile
     statistic does."
 
@@ -628,7 +628,7 @@ def test_no_aggregate_scalar_separates_schemes(evidence_set: Any, claim: Claim) 
     tables = {ref.name: t for ref, t in members.items()}
     rope = {ref.name for ref in members if ref.scheme in ROPE}
     n, n_rope = len(tables), len(rope)
-    claim.premise("RoPE and non-RoPE models in the set", 0 < n_rope < n, "==", True)
+    judge.premise("RoPE and non-RoPE models in the set", 0 < n_rope < n, "==", True)
     reps = _clustered_partials(tables, AGGREGATES, GAP_RESAMPLES)
     for j, metric in enumerate(AGGREGATES):
         values = {m: _partial(t, metric)[0] for m, t in tables.items()}
@@ -638,7 +638,7 @@ def test_no_aggregate_scalar_separates_schemes(evidence_set: Any, claim: Claim) 
                 for b in range(GAP_RESAMPLES)
             ]
         )
-        claim.absence(
+        judge.absence(
             f"{metric}: separation gap of the aggregate partial (no separation)",
             _separation(values, rope),
             Exact("exact (model-level point estimates, as S6c)"),
@@ -646,15 +646,15 @@ def test_no_aggregate_scalar_separates_schemes(evidence_set: Any, claim: Claim) 
             family=len(AGGREGATES),
             n=n,
         )
-        claim.measure(
+        judge.measure(
             f"{metric}: 90% layer-clustered bootstrap interval of the gap (not this sentence's "
             "model)",
             list(_quantile_interval(gaps, EQUIVALENCE_LEVEL)),
         )
-        claim.measure(
+        judge.measure(
             f"{metric}: share of bootstrap replicates that separate", float((gaps > 0).mean())
         )
-        claim.measure(
+        judge.measure(
             f"{metric}: aggregate partial per model",
             "; ".join(f"{m}: {v:+.3f}" for m, v in values.items()),
         )
@@ -662,20 +662,20 @@ def test_no_aggregate_scalar_separates_schemes(evidence_set: Any, claim: Claim) 
         plain = {
             m: float(scipy.stats.spearmanr(t[metric], t["prev"])[0]) for m, t in tables.items()
         }
-        claim.measure(f"separation gap of rho({metric}, prev) (Table 3)", _separation(plain, rope))
+        judge.measure(f"separation gap of rho({metric}, prev) (Table 3)", _separation(plain, rope))
     profile = {
         m: float(np.median(percentile(t, "D_head").loc[top_k_heads(t, "prev", TOP_K).index]))
         for m, t in tables.items()
     }
-    claim.measure("head-profile statistic (S6c): separation gap", _separation(profile, rope))
-    claim.measure("chance of a separation in either direction, 2/C(n, n_rope)", 2 / comb(n, n_rope))
+    judge.measure("head-profile statistic (S6c): separation gap", _separation(profile, rope))
+    judge.measure("chance of a separation in either direction, 2/C(n, n_rope)", 2 / comb(n, n_rope))
 
 
 # --------------------------------------------------------------------------------------- S6l
 
 
 @claim("S6l", evidence=("paper",), schemes=ROPE, columns=("prev", "dir_frac", "D_head"))
-def test_rope_class_separation_without_within_class_gradation(evidence: Any, claim: Claim) -> None:
+def test_rope_class_separation_without_within_class_gradation(evidence: Any, judge: Claim) -> None:
     """Source (§6 (ii), "Class vs bulk"): "the RoPE positives are class-level separation
     (rank-biserial +0.44/+0.60 at prev > 0.2 in Pythia; +0.29 at prev > 0.1 in Llama) plus bulk
     gradation; within confirmed prev heads there is no further gradation (subset partials
@@ -704,18 +704,18 @@ def test_rope_class_separation_without_within_class_gradation(evidence: Any, cla
     """
     table = evidence.head_table()
     name = evidence.ref.name
-    cut = claim.threshold("class_cut_llama" if name.startswith("llama") else "class_cut_pythia")
-    alpha = claim.threshold("alpha")
-    effect = claim.threshold("effect_rho")
+    cut = judge.threshold("class_cut_llama" if name.startswith("llama") else "class_cut_pythia")
+    alpha = judge.threshold("alpha")
+    effect = judge.threshold("effect_rho")
     r, p, n1, n0 = _class_test(table, cut)
-    with claim.premises():
-        claim.premise(f"heads with prev > {cut}", n1, ">=", 4)
-        claim.premise(f"heads with prev <= {cut}", n0, ">=", 1)
-    claim.measure(f"heads in the class (prev > {cut}) and in the rest", [n1, n0])
-    claim.statement(f"rank-biserial of the class prev > {cut}", r, ">", 0.0, n=n1 + n0)
-    claim.statement(f"class test p (prev > {cut})", p, "<", "alpha", n=n1 + n0)
-    claim.printed("rank-biserial of the class", r, n=n1 + n0)
-    claim.power(
+    with judge.premises():
+        judge.premise(f"heads with prev > {cut}", n1, ">=", 4)
+        judge.premise(f"heads with prev <= {cut}", n0, ">=", 1)
+    judge.measure(f"heads in the class (prev > {cut}) and in the rest", [n1, n0])
+    judge.statement(f"rank-biserial of the class prev > {cut}", r, ">", 0.0, n=n1 + n0)
+    judge.statement(f"class test p (prev > {cut})", p, "<", "alpha", n=n1 + n0)
+    judge.printed("rank-biserial of the class", r, n=n1 + n0)
+    judge.power(
         f"Mann-Whitney power at rank-biserial {effect} (the class against the rest)",
         _rank_biserial_power(effect, n1, n0, alpha),
         ">=",
@@ -726,7 +726,7 @@ def test_rope_class_separation_without_within_class_gradation(evidence: Any, cla
     )
     subset = table[table["prev"] > cut]
     rho, p_sub, n_sub = _partial(subset)
-    claim.absence(
+    judge.absence(
         f"subset partial within prev > {cut} (no further gradation)",
         rho,
         _partial_interval(subset),
@@ -734,21 +734,21 @@ def test_rope_class_separation_without_within_class_gradation(evidence: Any, cla
         n=n_sub,
         kind="layer-clustered bootstrap",
     )
-    claim.statement(
+    judge.statement(
         f"subset partial within prev > {cut}: p (n.s., the paper's test)",
         p_sub,
         ">=",
         "alpha",
         n=n_sub,
     )
-    claim.measure(
+    judge.measure(
         f"subset partial within prev > {cut}: Fisher-z 90% interval",
         list(spearman_interval(rho, n_sub, EQUIVALENCE_LEVEL, controls=1)),
     )
-    other = claim.threshold("class_cut_pythia")
+    other = judge.threshold("class_cut_pythia")
     if cut != other:
         rho2, p2, n2 = _partial(table[table["prev"] > other])
-        claim.measure(f"subset partial within prev > {other} (rho, p)", [rho2, p2], n=n2)
+        judge.measure(f"subset partial within prev > {other} (rho, p)", [rho2, p2], n=n2)
 
 
 # --------------------------------------------------------------------------------------- S6m
@@ -760,7 +760,7 @@ def test_rope_class_separation_without_within_class_gradation(evidence: Any, cla
     models=LEARNED_ABSOLUTE,
     columns=("prev", "dir_frac", "D_head"),
 )
-def test_learned_absolute_class_tests(evidence: Any, claim: Claim) -> None:
+def test_learned_absolute_class_tests(evidence: Any, judge: Claim) -> None:
     """Source (§6 (ii)): "Under learned-absolute positions the class-level tests are
     null-to-negative at the strong end (GPT-2 -0.39 at prev > 0.2, significant; OPT -0.11 n.s.;
     GPT-Neo +0.13 n.s.), though GPT-Neo shows a positive signal at the looser prev > 0.1 band
@@ -792,26 +792,26 @@ def test_learned_absolute_class_tests(evidence: Any, claim: Claim) -> None:
     """
     table = evidence.head_table()
     name = evidence.ref.name
-    alpha = claim.threshold("alpha")
-    effect = claim.threshold("effect_rho")
-    cuts = [claim.threshold("class_cut")]
+    alpha = judge.threshold("alpha")
+    effect = judge.threshold("effect_rho")
+    cuts = [judge.threshold("class_cut")]
     if name == "gpt-neo-1.3b":
-        cuts.append(claim.threshold("loose_cut"))
+        cuts.append(judge.threshold("loose_cut"))
     for cut in cuts:
         r, p, n1, n0 = _class_test(table, cut)
-        with claim.premises():
-            claim.premise(f"heads with prev > {cut}", n1, ">=", 1)
-            claim.premise(f"heads with prev <= {cut}", n0, ">=", 1)
-        claim.measure(f"heads in the class (prev > {cut}) and in the rest", [n1, n0])
-        claim.printed(f"rank-biserial at prev > {cut}", r, n=n1 + n0)
-        claim.measure(f"class test p (prev > {cut})", p, n=n1 + n0)
+        with judge.premises():
+            judge.premise(f"heads with prev > {cut}", n1, ">=", 1)
+            judge.premise(f"heads with prev <= {cut}", n0, ">=", 1)
+        judge.measure(f"heads in the class (prev > {cut}) and in the rest", [n1, n0])
+        judge.printed(f"rank-biserial at prev > {cut}", r, n=n1 + n0)
+        judge.measure(f"class test p (prev > {cut})", p, n=n1 + n0)
         interval = _rank_biserial_interval(r, n1, n0)
-        claim.measure(f"rank-biserial at prev > {cut}: 90% interval", list(interval))
-        if name == "gpt2" or cut == claim.threshold("loose_cut"):
+        judge.measure(f"rank-biserial at prev > {cut}: 90% interval", list(interval))
+        if name == "gpt2" or cut == judge.threshold("loose_cut"):
             sign: Comparison = "<" if name == "gpt2" else ">"
-            claim.statement(f"rank-biserial at prev > {cut}", r, sign, 0.0, n=n1 + n0)
-            claim.statement(f"class test p (prev > {cut}): significant", p, "<", "alpha")
-            claim.power(
+            judge.statement(f"rank-biserial at prev > {cut}", r, sign, 0.0, n=n1 + n0)
+            judge.statement(f"class test p (prev > {cut}): significant", p, "<", "alpha")
+            judge.power(
                 f"Mann-Whitney power at rank-biserial {effect} (prev > {cut})",
                 _rank_biserial_power(effect, n1, n0, alpha),
                 ">=",
@@ -821,10 +821,10 @@ def test_learned_absolute_class_tests(evidence: Any, claim: Claim) -> None:
                 n=n1 + n0,
             )
         else:
-            claim.statement(
+            judge.statement(
                 f"class test p (prev > {cut}): n.s. (the paper's test)", p, ">=", "alpha"
             )
-            claim.absence(
+            judge.absence(
                 f"rank-biserial at prev > {cut}: null-to-negative",
                 r,
                 interval,
@@ -832,7 +832,7 @@ def test_learned_absolute_class_tests(evidence: Any, claim: Claim) -> None:
                 n=n1 + n0,
                 kind="normal approximation of the rank-biserial (heads independent)",
             )
-            claim.measure(
+            judge.measure(
                 "upper end of the 90% interval below +0.29 (the smallest 'separation')",
                 bool(interval[1] < 0.29),
             )
@@ -847,7 +847,7 @@ def test_learned_absolute_class_tests(evidence: Any, claim: Claim) -> None:
     models=("gpt2", "opt-1.3b"),
     columns=("prev", "dir_frac", "D_head"),
 )
-def test_where_the_learned_absolute_aggregates_come_from(evidence: Any, claim: Claim) -> None:
+def test_where_the_learned_absolute_aggregates_come_from(evidence: Any, judge: Claim) -> None:
     """Source (§6 (iii)): "GPT-2's negative aggregate concentrates exactly among prev-candidate
     heads (-0.63 at prev > 0.05); OPT's positive aggregate is entirely bulk (-0.18 among its
     prev candidates)." (§5 prints GPT-2's -0.63 too: "among prev-candidate heads, prev > 0.05,
@@ -872,23 +872,23 @@ def test_where_the_learned_absolute_aggregates_come_from(evidence: Any, claim: C
     """
     table = evidence.head_table()
     name = evidence.ref.name
-    alpha = claim.threshold("alpha")
-    cut = claim.threshold("candidate_prev")
+    alpha = judge.threshold("alpha")
+    cut = judge.threshold("candidate_prev")
     candidates = table[table["prev"] > cut]
     rho, p, n = _partial(candidates)
     aggregate, _, n_all = _partial(table)
     bulk, p_bulk, n_bulk = _partial(table[table["prev"] <= cut])
-    claim.printed("partial rho among prev candidates (prev > 0.05)", rho, n=n)
-    claim.measure("candidates' partial rho, p", p, n=n)
-    claim.measure("aggregate partial rho (all heads)", aggregate, n=n_all)
-    claim.measure("bulk partial rho (prev <= 0.05) and p", [bulk, p_bulk], n=n_bulk)
+    judge.printed("partial rho among prev candidates (prev > 0.05)", rho, n=n)
+    judge.measure("candidates' partial rho, p", p, n=n)
+    judge.measure("aggregate partial rho (all heads)", aggregate, n=n_all)
+    judge.measure("bulk partial rho (prev <= 0.05) and p", [bulk, p_bulk], n=n_bulk)
     if name == "gpt2":
-        claim.statement("candidates' partial rho", rho, "<", 0.0, n=n)
-        claim.statement("candidates' partial rho, p", p, "<", "alpha", n=n)
-        claim.statement("candidates' partial below the aggregate", rho, "<", aggregate, n=n)
-        rho_power(claim, n, alpha, guards="refuted")
+        judge.statement("candidates' partial rho", rho, "<", 0.0, n=n)
+        judge.statement("candidates' partial rho, p", p, "<", "alpha", n=n)
+        judge.statement("candidates' partial below the aggregate", rho, "<", aggregate, n=n)
+        rho_power(judge, n, alpha, guards="refuted")
     else:
-        claim.absence(
+        judge.absence(
             "candidates' partial rho (no positive contribution: entirely bulk)",
             rho,
             _partial_interval(candidates),
@@ -902,7 +902,7 @@ def test_where_the_learned_absolute_aggregates_come_from(evidence: Any, claim: C
 
 
 @claim("S6o", evidence=("paper",), columns=("prev", "dir_frac", "D_head"))
-def test_table3_correlation_columns(evidence: Any, claim: Claim) -> None:
+def test_table3_correlation_columns(evidence: Any, judge: Claim) -> None:
     """Source (Table 3 and its caption): "rho_dir = rho(dir_frac, prev), rho_D = rho(D_head,
     prev)"; rows rho_dir +0.47/+0.08/+0.35/+0.13/+0.57/+0.31/+0.32 and rho_D
     +0.29/+0.28/+0.41/+0.25/+0.62/+0.60/+0.38 (GPT-2, OPT-1.3B, GPT-Neo-1.3B, BLOOM-1b1,
@@ -922,8 +922,8 @@ def test_table3_correlation_columns(evidence: Any, claim: Claim) -> None:
     table = evidence.head_table()
     for metric, label in (("dir_frac", "rho(dir_frac, prev)"), ("D_head", "rho(D_head, prev)")):
         rho, p = scipy.stats.spearmanr(table[metric], table["prev"])
-        claim.statement(f"{label}, the printed sign", float(rho), ">", 0.0, n=len(table))
-        claim.printed(
+        judge.statement(f"{label}, the printed sign", float(rho), ">", 0.0, n=len(table))
+        judge.printed(
             label,
             float(rho),
             n=len(table),
@@ -931,14 +931,14 @@ def test_table3_correlation_columns(evidence: Any, claim: Claim) -> None:
                 "the authors' 3-decimal log (p4_rope.py:129), rounded again": float(f"{rho:.3f}")
             },
         )
-        claim.measure(f"{label}, p", float(p))
+        judge.measure(f"{label}, p", float(p))
 
 
 # --------------------------------------------------------------------------------------- S6p
 
 
 @claim("S6p", sets=("paper",))
-def test_rope_partials_survive_fdr(evidence_set: Any, claim: Claim) -> None:
+def test_rope_partials_survive_fdr(evidence_set: Any, judge: Claim) -> None:
     """Source (Table 3's caption): "All RoPE partials survive BH-FDR."
 
     Reading: the family is the seven partials Table 3 prints, partial rho(D_head, prev |
@@ -953,18 +953,18 @@ def test_rope_partials_survive_fdr(evidence_set: Any, claim: Claim) -> None:
     refs = list(evidence_set.tables().items())
     results = {ref.name: _partial(t) for ref, t in refs}
     rope = [ref.name for ref, _ in refs if ref.scheme in ROPE]
-    claim.premise("RoPE models in the set", len(rope), ">=", 1)
+    judge.premise("RoPE models in the set", len(rope), ">=", 1)
     names = list(results)
     q = dict(zip(names, benjamini_hochberg([results[m][1] for m in names]), strict=True))
-    claim.measure(
+    judge.measure(
         "BH q per model", "; ".join(f"{m}: {float(q[m]):.2g}" for m in names), n=len(names)
     )
-    alpha = claim.threshold("alpha")
-    effect = claim.threshold("effect_rho")
+    alpha = judge.threshold("alpha")
+    effect = judge.threshold("effect_rho")
     for name in rope:
-        claim.statement(
+        judge.statement(
             f"{name}: BH q of the partial", float(q[name]), "<", "alpha", n=results[name][2]
         )
-        claim.measure(
+        judge.measure(
             f"{name}: power at effect_rho", spearman_power(effect, results[name][2], alpha)
         )

@@ -94,12 +94,12 @@ def _causal(piece) -> bool:
     return True if model is None else bool(model().causal)
 
 
-def _premises(evidence, table, claim, *, ending: bool) -> None:
+def _premises(evidence, table, judge, *, ending: bool) -> None:
     """The premises every per-model §6 row shares (module docstring). ``ending``: through
-    ``claim.premise`` (the caller judges them together in ``claim.premises()``); otherwise
+    ``judge.premise`` (the caller judges them together in ``judge.premises()``); otherwise
     recorded with ``end=False`` and the test goes on (S6a / S6b record their statement
     after a failed premise too)."""
-    premise = claim.premise if ending else partial(claim.premise, end=False)
+    premise = judge.premise if ending else partial(judge.premise, end=False)
     premise(
         "causal attention (the paper's models are causal LMs)",
         _causal(evidence),
@@ -111,7 +111,7 @@ def _premises(evidence, table, claim, *, ending: bool) -> None:
             "strongest prev head's prev score",
             float(table["prev"].max()),
             ">",
-            claim.threshold("strong"),
+            judge.threshold("strong"),
         )
 
 
@@ -140,7 +140,7 @@ def _scheme_readings(evidence, rotational: bool) -> dict[str, float]:
     }
 
 
-def _in_bin(evidence, claim, rotational: bool) -> None:
+def _in_bin(evidence, judge, rotational: bool) -> None:
     """S6a / S6b: the statement (the model's median in the sentence's bin), the printed median
     (number) and the paper's bin label against its own printed median (consistency)."""
     table = evidence.head_table()
@@ -149,7 +149,7 @@ def _in_bin(evidence, claim, rotational: bool) -> None:
     label, comparison, bound = (
         ("top quintile", ">=", "quintile") if rotational else ("bottom quartile", "<=", "quartile")
     )
-    claim.plot(
+    judge.plot(
         "D_head percentile of the top-5 prev heads (toys: top-1), by scheme",
         evidence.ref.name,
         family(evidence.ref.scheme),
@@ -157,14 +157,14 @@ def _in_bin(evidence, claim, rotational: bool) -> None:
         kind="strip",
         ylabel="within-model D_head percentile",
         group=family(evidence.ref.scheme),
-        hlines=((claim.threshold(bound), label),),
+        hlines=((judge.threshold(bound), label),),
         caption="RoPE models' prev heads should sit in the top quintile (rotational), learned-"
         "absolute and ALiBi models' in the bottom quartile (content-like); hollow black marks "
         "are the paper's printed medians.",
     )
-    _premises(evidence, table, claim, ending=False)
+    _premises(evidence, table, judge, ending=False)
     name = f"median D_head percentile of the top-{k} prev heads"
-    claim.statement(
+    judge.statement(
         f"{name} ({label})",
         value,
         comparison,
@@ -172,10 +172,10 @@ def _in_bin(evidence, claim, rotational: bool) -> None:
         uncertainty=Exact("exact (a deterministic function of the table, as S6c)"),
         n=len(table),
     )
-    printed = claim.printed_text(TOP5, evidence.ref.model)
+    printed = judge.printed_text(TOP5, evidence.ref.model)
     if printed is not None:
-        claim.printed(TOP5, value, label=name, n=len(table))
-        claim.plot(
+        judge.printed(TOP5, value, label=name, n=len(table))
+        judge.plot(
             "D_head percentile of the top-5 prev heads (toys: top-1), by scheme",
             f"{evidence.ref.name} median",
             family(evidence.ref.scheme),
@@ -184,21 +184,21 @@ def _in_bin(evidence, claim, rotational: bool) -> None:
             paper=True,
         )
     if printed is not None and evidence.ref.kind == "paper":
-        claim.consistency(
+        judge.consistency(
             f"the paper's {evidence.ref.name} median {printed} lies in the '{label}' it is "
             "labelled",
             float(printed),
             comparison,
-            claim.threshold(bound),
+            judge.threshold(bound),
             paper=printed,
         )
         for reading, scheme_value in _scheme_readings(evidence, rotational).items():
-            claim.measure(f"{reading} (not a reading of the per-model label)", scheme_value)
-    claim.measure("measured median on the rotational side (> 0.5)", bool(value > 0.5))
+            judge.measure(f"{reading} (not a reading of the per-model label)", scheme_value)
+    judge.measure("measured median on the rotational side (> 0.5)", bool(value > 0.5))
 
 
 @claim("S6a", evidence=("paper", "weights", "toy"), schemes=ROPE, columns=("prev", "D_head"))
-def test_rope_prev_heads_are_rotational(evidence, claim: Claim):
+def test_rope_prev_heads_are_rotational(evidence, judge: Claim):
     """Source (§6): "[...] versus top-quintile under RoPE (medians 0.89/0.85/0.79)"; "the heads
     that implement previous-token attention are spectrally rotational under RoPE".
 
@@ -214,11 +214,11 @@ def test_rope_prev_heads_are_rotational(evidence, claim: Claim):
 
     Power: a descriptive per-model statement; every head of the model enters its percentile.
     """
-    _in_bin(evidence, claim, rotational=True)
+    _in_bin(evidence, judge, rotational=True)
 
 
 @claim("S6b", evidence=("paper", "weights", "toy"), schemes=NON_ROPE, columns=("prev", "D_head"))
-def test_absolute_and_alibi_prev_heads_are_not_rotational(evidence, claim: Claim):
+def test_absolute_and_alibi_prev_heads_are_not_rotational(evidence, judge: Claim):
     """Source (§6): "bottom-quartile under learned absolute (medians 0.21/0.23/0.14 [...]) and
     ALiBi (0.26)"; "spectrally non-rotational (content-like) under learned absolute positions";
     "BLOOM-1b1's top prev heads are indeed non-rotational (percentile 0.26)".
@@ -236,10 +236,10 @@ def test_absolute_and_alibi_prev_heads_are_not_rotational(evidence, claim: Claim
 
     Power: a descriptive per-model statement; every head of the model enters its percentile.
     """
-    _in_bin(evidence, claim, rotational=False)
+    _in_bin(evidence, judge, rotational=False)
 
 
-def _members(evidence_set, claim) -> dict:
+def _members(evidence_set, judge) -> dict:
     """``{ref: table}`` of the set's members that meet the per-model premises (module
     docstring): a known scheme, causal attention, and on toys a prev head (prev >= 0.5). The
     rest are named in a measurement."""
@@ -250,12 +250,12 @@ def _members(evidence_set, claim) -> dict:
             left_out.append(f"{ref.name} (scheme unknown)")
         elif ref in pieces and not _causal(pieces[ref]):
             left_out.append(f"{ref.name} (bidirectional)")
-        elif ref.kind == "toy" and float(table["prev"].max()) <= claim.threshold("strong"):
+        elif ref.kind == "toy" and float(table["prev"].max()) <= judge.threshold("strong"):
             left_out.append(f"{ref.name} (no prev head: prev {float(table['prev'].max()):.2f})")
         else:
             kept[ref] = table
     if left_out:
-        claim.measure("models left out of the set", "; ".join(left_out))
+        judge.measure("models left out of the set", "; ".join(left_out))
     return kept
 
 
@@ -269,10 +269,10 @@ def _model_stats(tables: dict, k: int) -> tuple[list[str], np.ndarray, np.ndarra
 PAPER_ROPE = ("pythia-410m", "pythia-1.4b", "llama-3-8b")
 
 
-def _paper_separation(claim: Claim) -> float:
+def _paper_separation(judge: Claim) -> float:
     """The paper's separation of the schemes: mean printed RoPE top-5 median - mean printed
     median of the other models (Table 3's last column, the catalogue's TOP5)."""
-    printed = claim.printed_table(TOP5)
+    printed = judge.printed_table(TOP5)
     rope = [float(v) for m, v in printed.items() if m in PAPER_ROPE]
     other = [float(v) for m, v in printed.items() if m not in PAPER_ROPE]
     return float(np.mean(rope) - np.mean(other))
@@ -309,7 +309,7 @@ def _gap(values: np.ndarray, rope: np.ndarray) -> float:
 
 
 @claim("S6c", sets=("paper", "weights", "toy"))
-def test_model_level_separation(evidence_set, claim: Claim):
+def test_model_level_separation(evidence_set, judge: Claim):
     """Source (§6, "Model-level inference and sensitivity"): "At model level the separation is
     perfect - every non-RoPE model's top-5 median sits below every RoPE model's - giving an
     exact model-level permutation p = 1/C(7,3) = 0.029, the minimum attainable with seven
@@ -349,17 +349,17 @@ def test_model_level_separation(evidence_set, claim: Claim):
     """
     toy = evidence_set.ref.kind == "toy"
     paper = evidence_set.ref.kind == "paper"
-    tables = _members(evidence_set, claim)
+    tables = _members(evidence_set, judge)
     names, _, rope = _model_stats(tables, 1)
     if rope.all() or not rope.any():
         pytest.skip(f"{evidence_set.evidence_id} has causal models {names}: both groups needed")
     n, n_rope = len(names), int(rope.sum())
     _, values, rope = _model_stats(tables, 1 if toy else 5)
-    separation = _paper_separation(claim)
+    separation = _paper_separation(judge)
     power, spread, superiority = _separation_power(
-        values, rope, claim.threshold("alpha"), separation
+        values, rope, judge.threshold("alpha"), separation
     )
-    claim.power(
+    judge.power(
         "power of the exact model-level test (perfect separation) at the paper's separation",
         power,
         ">=",
@@ -370,17 +370,17 @@ def test_model_level_separation(evidence_set, claim: Claim):
         guards="supported",
         n=n,
     )
-    claim.measure("the smallest attainable p, 1/C(n, n_rope) (not power)", 1 / comb(n, n_rope))
+    judge.measure("the smallest attainable p, 1/C(n, n_rope) (not power)", 1 / comb(n, n_rope))
     for k in (1,) if toy else (1, 3, 5, 10):
         names, values, rope = _model_stats(tables, k)
-        claim.statement(
+        judge.statement(
             f"k={k}: min RoPE - max non-RoPE median percentile", _gap(values, rope), ">", 0.0, n=n
         )
         _, p = exact_permutation_test(values, rope)
         if paper and k == 5:
-            claim.printed("k=5: exact permutation p", p, n=n)
+            judge.printed("k=5: exact permutation p", p, n=n)
         else:
-            claim.measure(f"k={k}: exact permutation p", p, n=n)
+            judge.measure(f"k={k}: exact permutation p", p, n=n)
     names, values, rope = _model_stats(tables, 1 if toy else 5)
     loo = [
         _gap(values[keep], rope[keep])
@@ -388,7 +388,7 @@ def test_model_level_separation(evidence_set, claim: Claim):
         if rope[keep].any() and not rope[keep].all()
     ]
     if loo:
-        claim.statement(
+        judge.statement(
             f"leave-one-model-out (k={1 if toy else 5}): smallest gap over the drops",
             min(loo),
             ">",
@@ -396,11 +396,11 @@ def test_model_level_separation(evidence_set, claim: Claim):
             n=n,
         )
     else:
-        claim.measure("leave-one-model-out: no drop leaves both groups", True, n=n)
+        judge.measure("leave-one-model-out: no drop leaves both groups", True, n=n)
     if not paper:
         return
 
-    claim.consistency(
+    judge.consistency(
         "1/C(7,3) from the paper's model counts", round(1 / comb(7, 3), 3), "==", 0.029
     )
     rope_pcts: list[float] = []
@@ -410,7 +410,7 @@ def test_model_level_separation(evidence_set, claim: Claim):
         (rope_pcts if ref.scheme in ROPE else other_pcts).extend(pct.tolist())
     heads = len(rope_pcts) + len(other_pcts)
     default = float(scipy.stats.mannwhitneyu(rope_pcts, other_pcts).pvalue)
-    claim.printed("head-level Mann-Whitney p (scipy default: two-sided)", default, n=heads)
+    judge.printed("head-level Mann-Whitney p (scipy default: two-sided)", default, n=heads)
     for alternative in ("two-sided", "greater"):
         for method in ("asymptotic", "exact"):
             p = float(
@@ -418,13 +418,13 @@ def test_model_level_separation(evidence_set, claim: Claim):
                     rope_pcts, other_pcts, alternative=alternative, method=method
                 ).pvalue
             )
-            claim.measure(f"head-level Mann-Whitney p ({alternative}, {method})", p, n=heads)
+            judge.measure(f"head-level Mann-Whitney p ({alternative}, {method})", p, n=heads)
     ties = len(set(rope_pcts + other_pcts)) < heads
-    claim.measure("ties among the pooled head percentiles", ties, n=heads)
+    judge.measure("ties among the pooled head percentiles", ties, n=heads)
 
 
 @claim("S6d", sets=("paper", "weights", "toy"))
-def test_contrast_at_fixed_head_dimension(evidence_set, claim: Claim):
+def test_contrast_at_fixed_head_dimension(evidence_set, judge: Claim):
     """Source (§6): "Holding d_k = 64 fixed (GPT-2, OPT-1.3B, Pythia-410m: 0.21/0.23 vs 0.89)
     ties the contrast to the positional scheme, not head dimension."
 
@@ -447,30 +447,30 @@ def test_contrast_at_fixed_head_dimension(evidence_set, claim: Claim):
     rope: dict[str, float] = {}
     other: dict[str, float] = {}
     seen: dict[str, list[int]] = {}
-    for ref, table in _members(evidence_set, claim).items():
+    for ref, table in _members(evidence_set, judge).items():
         seen[ref.name] = sorted({int(r) for r in table["rank"]})
         if not (table["rank"] == d_k).all():
             continue
         value = top_k_percentile(table, "D_head", by="prev", k=5)
         (rope if ref.scheme in ROPE else other)[ref.name] = value
-        if claim.printed_text(TOP5, ref.model) is not None:
-            claim.printed(
+        if judge.printed_text(TOP5, ref.model) is not None:
+            judge.printed(
                 TOP5, value, key=ref.model, label=f"{ref.name} (d_k={d_k}) top-5 median percentile"
             )
-    claim.measure("head ranks (d_k) per model", "; ".join(f"{m}: {r}" for m, r in seen.items()))
+    judge.measure("head ranks (d_k) per model", "; ".join(f"{m}: {r}" for m, r in seen.items()))
     if evidence_set.ref.kind == "weights" and not (rope and other):
         pytest.skip(f"{evidence_set.evidence_id}: no RoPE/non-RoPE pair at d_k={d_k}; ranks {seen}")
-    with claim.premises():
-        claim.premise(f"RoPE causal models at d_k={d_k}", len(rope), ">=", 1)
-        claim.premise(f"non-RoPE causal models at d_k={d_k}", len(other), ">=", 1)
-    claim.statement(
+    with judge.premises():
+        judge.premise(f"RoPE causal models at d_k={d_k}", len(rope), ">=", 1)
+        judge.premise(f"non-RoPE causal models at d_k={d_k}", len(other), ">=", 1)
+    judge.statement(
         f"d_k={d_k}: min RoPE - max non-RoPE top-5 median percentile",
         min(rope.values()) - max(other.values()),
         ">",
         0.0,
         n=len(rope) + len(other),
     )
-    claim.measure(
+    judge.measure(
         "chance of this ordering under a random labelling",
         1 / comb(len(rope) + len(other), len(rope)),
     )
@@ -489,7 +489,7 @@ def _published_partial(data, model: str) -> tuple[float, float, float, int]:
 
 
 @claim("S6e", evidence=("paper", "weights"), columns=("prev", "D_head", "dir_frac"))
-def test_partial_association(evidence, claim: Claim):
+def test_partial_association(evidence, judge: Claim):
     """Source (§6): "On every RoPE model, D_head's incremental contribution beyond dir_frac is
     positive and robust (clustered CIs [+0.21, +0.59]). Under learned-absolute positions,
     however, the aggregate statistic is heterogeneous (GPT-2 -0.21; OPT-1.3B +0.35; GPT-Neo-1.3B
@@ -519,7 +519,7 @@ def test_partial_association(evidence, claim: Claim):
     data = getattr(evidence, "data", None)
     name = evidence.ref.name
     rho, lo, hi, n = _published_partial(data, name) if data is not None else _partial_with_ci(table)
-    claim.plot(
+    judge.plot(
         "partial rho(D_head, prev | dir_frac) by model",
         family(evidence.ref.scheme),
         name,
@@ -530,18 +530,18 @@ def test_partial_association(evidence, claim: Claim):
         caption="RoPE models should sit above zero with their CIs; learned-absolute models "
         "scatter on both sides (the heterogeneous aggregate).",
     )
-    claim.measure("95% layer-clustered CI", [lo, hi], paper=PARTIAL_CI_PAPER.get(name))
+    judge.measure("95% layer-clustered CI", [lo, hi], paper=PARTIAL_CI_PAPER.get(name))
     # the printed partial by the evidence's name (weights of a paper model too); elsewhere a
     # measurement with its n
-    if name in claim.entry.printed["partial rho(D_head, prev | dir_frac)"]:
-        claim.printed("partial rho(D_head, prev | dir_frac)", rho, key=name, n=n)
+    if name in judge.entry.printed["partial rho(D_head, prev | dir_frac)"]:
+        judge.printed("partial rho(D_head, prev | dir_frac)", rho, key=name, n=n)
     else:
-        claim.measure("partial rho(D_head, prev | dir_frac)", rho, n=n)
-    with claim.premises():
-        _premises(evidence, table, claim, ending=True)
+        judge.measure("partial rho(D_head, prev | dir_frac)", rho, n=n)
+    with judge.premises():
+        _premises(evidence, table, judge, ending=True)
     scheme = evidence.ref.scheme
     if scheme in ROPE:
-        claim.statement(
+        judge.statement(
             "RoPE: partial rho, positive and robust (interval: 95% CI)",
             rho,
             ">",
@@ -551,7 +551,7 @@ def test_partial_association(evidence, claim: Claim):
         )
         return
     comparable = scheme == "ape" and data is not None
-    claim.premise(
+    judge.premise(
         "a scheme the sentence claims about, with its set (RoPE; learned absolute: the "
         "published set)",
         comparable,
@@ -565,14 +565,14 @@ def test_partial_association(evidence, claim: Claim):
         if published.scheme(model) == "ape":
             _, m_lo, m_hi, _ = _published_partial(published, model)
             cis[model] = (m_lo, m_hi)
-    claim.measure(
+    judge.measure(
         "95% CIs of the published learned-absolute models",
         "; ".join(f"{m}: [{lo_:+.3f}, {hi_:+.3f}]" for m, (lo_, hi_) in cis.items()),
     )
     pairs = [(a, b) for a, b in combinations(cis, 2)]
     gaps = {f"{a} vs {b}": max(cis[b][0] - cis[a][1], cis[a][0] - cis[b][1]) for a, b in pairs}
     widest = max(gaps, key=gaps.__getitem__) if gaps else "none"
-    claim.statement(
+    judge.statement(
         f"heterogeneous under learned absolute: largest gap between two CIs ({widest})",
         gaps.get(widest, float("nan")),
         ">",

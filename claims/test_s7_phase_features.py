@@ -105,11 +105,11 @@ def _attenuation(before: float, after: float) -> float:
     return 100.0 * (1.0 - after / before)
 
 
-def _something_to_attenuate(claim: Claim, before: float, p: float, n: int, estimator: str) -> None:
+def _something_to_attenuate(judge: Claim, before: float, p: float, n: int, estimator: str) -> None:
     """S7's premise: a positive residual association (before > 0 with p < alpha)."""
-    with claim.premises():
-        claim.premise(f"partial | dir_frac ({estimator})", before, ">", 0.0, n=n)
-        claim.premise(f"p of partial | dir_frac ({estimator})", p, "<", "alpha", n=n)
+    with judge.premises():
+        judge.premise(f"partial | dir_frac ({estimator})", before, ">", 0.0, n=n)
+        judge.premise(f"p of partial | dir_frac ({estimator})", p, "<", "alpha", n=n)
 
 
 @claim(
@@ -118,7 +118,7 @@ def _something_to_attenuate(claim: Claim, before: float, p: float, n: int, estim
     schemes=ROPE,
     columns=("prev", "rope_imag_frac", "hi_freq_dir", "layer"),
 )
-def test_prev_heads_carry_high_frequency_phase(evidence: Any, claim: Claim) -> None:
+def test_prev_heads_carry_high_frequency_phase(evidence: Any, judge: Claim) -> None:
     """Source (§7): "Empirically, previous-token heads have high rotary directional fraction
     rope_imag_frac (correlation with prev: +0.53/+0.42/+0.50 for 410m/1.4B/Llama) concentrated at
     high frequencies (+0.68 on full-RoPE Llama ...)".
@@ -140,23 +140,23 @@ def test_prev_heads_carry_high_frequency_phase(evidence: Any, claim: Claim) -> N
     """
     table = evidence.head_table()
     n = len(table)
-    alpha = claim.threshold("alpha")
+    alpha = judge.threshold("alpha")
     full_rope = evidence.ref.scheme == "rope"
     for feature, judged in (("rope_imag_frac", True), ("hi_freq_dir", full_rope)):
         label = f"Spearman rho({feature}, prev)"
         rho, p, ci = _spearman(table, feature, "prev")
-        claim.printed(label, rho, n=n)
-        claim.measure(f"p, {label}", p)
+        judge.printed(label, rho, n=n)
+        judge.measure(f"p, {label}", p)
         if not judged:
-            claim.measure(f"95% layer-clustered CI, {label} (partial RoPE: recorded)", list(ci))
+            judge.measure(f"95% layer-clustered CI, {label} (partial RoPE: recorded)", list(ci))
             continue
-        claim.statement(
+        judge.statement(
             f"{label} > 0 (interval: 95% layer-clustered CI)", rho, ">", 0.0, interval=ci, n=n
         )
-        printed = claim.entry.printed_value(label, evidence.ref.name)
-        effect = float(printed) if printed is not None else claim.threshold("effect_rho")
-        rho_power(claim, n, alpha, guards="refuted", effect=None if printed is None else effect)
-    claim.note(
+        printed = judge.entry.printed_value(label, evidence.ref.name)
+        effect = float(printed) if printed is not None else judge.threshold("effect_rho")
+        rho_power(judge, n, alpha, guards="refuted", effect=None if printed is None else effect)
+    judge.note(
         "the heads are the model's whole population; the layer-clustered CI carries the "
         "dependence between heads of one layer that the asymptotic p ignores"
     )
@@ -168,7 +168,7 @@ def test_prev_heads_carry_high_frequency_phase(evidence: Any, claim: Claim) -> N
     schemes=ROPE,
     columns=("D_head", "dir_frac", "rope_imag_frac", "hi_freq_dir", "layer"),
 )
-def test_d_head_tracks_the_phase(evidence: Any, claim: Claim) -> None:
+def test_d_head_tracks_the_phase(evidence: Any, judge: Claim) -> None:
     """Source (§7): "... previous-token heads have high rotary directional fraction
     rope_imag_frac ... concentrated at high frequencies ..., and D_head tracks this deployment."
 
@@ -189,7 +189,7 @@ def test_d_head_tracks_the_phase(evidence: Any, claim: Claim) -> None:
     table = evidence.head_table()
     n = len(table)
     rho, p, ci = _spearman(table, "D_head", "rope_imag_frac")
-    claim.statement(
+    judge.statement(
         "Spearman rho(D_head, rope_imag_frac) > 0 (interval: 95% layer-clustered CI)",
         rho,
         ">",
@@ -197,24 +197,24 @@ def test_d_head_tracks_the_phase(evidence: Any, claim: Claim) -> None:
         interval=ci,
         n=n,
     )
-    claim.measure("p, Spearman rho(D_head, rope_imag_frac)", p)
-    effect = claim.threshold("effect_rho")
-    claim.power(
+    judge.measure("p, Spearman rho(D_head, rope_imag_frac)", p)
+    effect = judge.threshold("effect_rho")
+    judge.power(
         f"power to detect rho = {effect}",
-        spearman_power(effect, n, claim.threshold("alpha")),
+        spearman_power(effect, n, judge.threshold("alpha")),
         ">=",
         "min_power",
         effect=f"rho = {effect}, the vocabulary's effect_rho (Table 1's smallest significant rho)",
         guards="refuted",
         n=n,
     )
-    claim.measure(f"stronger reading: rho >= {effect} (not judged)", bool(rho >= effect))
+    judge.measure(f"stronger reading: rho >= {effect} (not judged)", bool(rho >= effect))
     hi_rho, hi_p, _ = _spearman(table, "D_head", "hi_freq_dir")
-    claim.measure("Spearman rho(D_head, hi_freq_dir) (not judged)", hi_rho)
-    claim.measure("p, Spearman rho(D_head, hi_freq_dir)", hi_p)
+    judge.measure("Spearman rho(D_head, hi_freq_dir) (not judged)", hi_rho)
+    judge.measure("p, Spearman rho(D_head, hi_freq_dir)", hi_p)
     beyond = partial_rho(table, "D_head", "rope_imag_frac", BASE)
-    claim.measure("partial rho(D_head, rope_imag_frac | dir_frac) (hybrid, not judged)", beyond.rho)
-    claim.measure("p, partial rho(D_head, rope_imag_frac | dir_frac)", beyond.p)
+    judge.measure("partial rho(D_head, rope_imag_frac | dir_frac) (hybrid, not judged)", beyond.rho)
+    judge.measure("p, partial rho(D_head, rope_imag_frac | dir_frac)", beyond.p)
 
 
 @claim(
@@ -223,7 +223,7 @@ def test_d_head_tracks_the_phase(evidence: Any, claim: Claim) -> None:
     schemes=ROPE,
     columns=("prev", "D_head", "dir_frac", "rope_imag_frac", "freq_centroid", "layer"),
 )
-def test_rank_based_attenuation(evidence: Any, claim: Claim) -> None:
+def test_rank_based_attenuation(evidence: Any, judge: Claim) -> None:
     """Source (§7): "... most completely on full-RoPE Llama, where the default-estimator residual
     is indistinguishable from zero (+0.006, p=0.84; fully rank-based: +0.075, p=0.016)"; Table
     mediation's "atten. (rank)" column 47% / 10% / 70% (Pythia-410m / 1.4B / Llama) and its
@@ -279,28 +279,28 @@ def test_rank_based_attenuation(evidence: Any, claim: Claim) -> None:
     after = _rank_partial(table, "D_head", "prev", PHASE)
     attenuation = _attenuation(before.r, after.r)
     name = evidence.ref.name
-    claim.measure("rank partial | dir_frac", before.r, n=before.n)
-    claim.measure("p, rank partial | dir_frac", before.p)
-    claim.measure("rank partial | dir_frac + phase", after.r)
-    claim.measure("p, rank partial | dir_frac + phase", after.p)
+    judge.measure("rank partial | dir_frac", before.r, n=before.n)
+    judge.measure("p, rank partial | dir_frac", before.p)
+    judge.measure("rank partial | dir_frac + phase", after.r)
+    judge.measure("p, rank partial | dir_frac + phase", after.p)
     hybrid_before = partial_rho(table, "D_head", "prev", BASE)
     hybrid_after = partial_rho(table, "D_head", "prev", PHASE)
-    claim.measure(
+    judge.measure(
         "attenuation % (hybrid, S7's, for comparison)",
         _attenuation(hybrid_before.rho, hybrid_after.rho),
     )
-    if evidence.ref.kind == "paper" and claim.entry.printed_value("attenuation % (hybrid)", name):
-        _contribution_list_consistency(claim, evidence.ref.scheme, name, evidence.data)
-    _something_to_attenuate(claim, before.r, before.p, before.n, "rank")
-    claim.statement("attenuation % (rank) > 0", attenuation, ">", 0.0, n=before.n)
-    claim.printed("attenuation % (rank)", attenuation)
-    claim.measure(
+    if evidence.ref.kind == "paper" and judge.entry.printed_value("attenuation % (hybrid)", name):
+        _contribution_list_consistency(judge, evidence.ref.scheme, name, evidence.data)
+    _something_to_attenuate(judge, before.r, before.p, before.n, "rank")
+    judge.statement("attenuation % (rank) > 0", attenuation, ">", 0.0, n=before.n)
+    judge.printed("attenuation % (rank)", attenuation)
+    judge.measure(
         "attenuation % (rank) >= S7's substantial 37.5 (not judged)", bool(attenuation >= 37.5)
     )
     if evidence.ref.scheme != "rope":
         return
     interval = _rank_partial_ci(table, "D_head", "prev", PHASE)
-    claim.statement(
+    judge.statement(
         "rank partial | dir_frac + phase > 0 (nonzero; 95% layer-clustered)",
         after.r,
         ">",
@@ -310,11 +310,11 @@ def test_rank_based_attenuation(evidence: Any, claim: Claim) -> None:
         claimed=LLAMA_RESIDUAL,
         n=after.n,
     )
-    claim.printed("rank partial | dir_frac + phase", after.r)
-    claim.printed("p, rank partial | dir_frac + phase", after.p)
-    claim.measure(
+    judge.printed("rank partial | dir_frac + phase", after.r)
+    judge.printed("p, rank partial | dir_frac + phase", after.p)
+    judge.measure(
         "heads independent (the print's p, not this sentence's model): the rank partial's p < 0.05",
-        bool(after.p < claim.threshold("alpha")),
+        bool(after.p < judge.threshold("alpha")),
     )
 
 
@@ -348,19 +348,19 @@ def _class_readings(data: Any, scheme: str) -> dict[str, dict[str, float]]:
     }
 
 
-def _contribution_list_consistency(claim: Claim, scheme: str, name: str, data: Any) -> None:
+def _contribution_list_consistency(judge: Claim, scheme: str, name: str, data: Any) -> None:
     """The model's printed Table-mediation attenuations against the contribution list's range;
     the class readings (:func:`_class_readings`) recorded beside."""
     low, high = CONTRIBUTION_RANGE[scheme]
     printed = {
-        "hybrid": claim.entry.printed_value("attenuation % (hybrid)", name),
-        "rank": claim.entry.printed_value("attenuation % (rank)", name),
+        "hybrid": judge.entry.printed_value("attenuation % (hybrid)", name),
+        "rank": judge.entry.printed_value("attenuation % (rank)", name),
     }
     readings = _class_readings(data, scheme)
     for estimator, text in printed.items():
         if text is None:
             continue
-        claim.consistency(
+        judge.consistency(
             f"printed attenuation % ({estimator}) within the contribution list's ~{low:.0f}-"
             f"{high:.0f}%",
             float(text),
@@ -378,7 +378,7 @@ def _contribution_list_consistency(claim: Claim, scheme: str, name: str, data: A
     schemes=ROPE,
     columns=("prev", "D_head", "dir_frac", "rope_imag_frac", "freq_centroid", "layer"),
 )
-def test_attenuating_covariate_changes_identity(evidence: Any, claim: Claim) -> None:
+def test_attenuating_covariate_changes_identity(evidence: Any, judge: Claim) -> None:
     """Source (§7): "Second, the attenuating covariate changes identity with RoPE fraction: on
     partial-RoPE Pythia the attenuation runs through rope_imag_frac (... freq_centroid alone
     attenuates nothing, +0.35), whereas on full-RoPE Llama it runs almost entirely through
@@ -421,15 +421,15 @@ def test_attenuating_covariate_changes_identity(evidence: Any, claim: Claim) -> 
         for feature in ("rope_imag_frac", "freq_centroid")
     }
     share = {feature: _attenuation(before.rho, r.rho) for feature, r in alone.items()}
-    claim.printed("partial | dir_frac", before.rho, n=before.n)
+    judge.printed("partial | dir_frac", before.rho, n=before.n)
     for feature, result in alone.items():
-        claim.printed(f"partial | dir_frac + {feature}", result.rho)
-        claim.measure(f"p, partial | dir_frac + {feature}", result.p)
-        claim.measure(f"attenuation % by {feature} alone", share[feature])
-    _something_to_attenuate(claim, before.rho, before.p, before.n, "hybrid")
+        judge.printed(f"partial | dir_frac + {feature}", result.rho)
+        judge.measure(f"p, partial | dir_frac + {feature}", result.p)
+        judge.measure(f"attenuation % by {feature} alone", share[feature])
+    _something_to_attenuate(judge, before.rho, before.p, before.n, "hybrid")
     centroid = [*BASE, "freq_centroid"]
     if evidence.ref.scheme == "rope-partial":
-        claim.statement(
+        judge.statement(
             "partial RoPE: attenuation % by rope_imag_frac alone - by freq_centroid alone",
             share["rope_imag_frac"] - share["freq_centroid"],
             ">",
@@ -443,7 +443,7 @@ def test_attenuating_covariate_changes_identity(evidence: Any, claim: Claim) -> 
                 partial_rho(sample, "D_head", "prev", centroid).rho,
             )
 
-        claim.absence(
+        judge.absence(
             "partial RoPE: attenuation % by freq_centroid alone (attenuates nothing; 90% "
             "layer-clustered)",
             share["freq_centroid"],
@@ -455,13 +455,13 @@ def test_attenuating_covariate_changes_identity(evidence: Any, claim: Claim) -> 
             kind="layer-clustered bootstrap",
         )
         return
-    claim.statement(
+    judge.statement(
         "full RoPE: attenuation % by freq_centroid alone - by rope_imag_frac alone",
         share["freq_centroid"] - share["rope_imag_frac"],
         ">",
         0.0,
     )
-    claim.absence(
+    judge.absence(
         "full RoPE: partial | dir_frac + freq_centroid (indistinguishable from zero; 90% "
         "layer-clustered)",
         alone["freq_centroid"].rho,
@@ -474,7 +474,7 @@ def test_attenuating_covariate_changes_identity(evidence: Any, claim: Claim) -> 
 
 
 @claim("S7g", evidence=("paper",), models=("pythia-410m",), columns=("prev",))
-def test_prev_kernels_peak_at_minus_one(evidence: Any, claim: Claim) -> None:
+def test_prev_kernels_peak_at_minus_one(evidence: Any, judge: Claim) -> None:
     """Source (§7): "The relative-position kernel confirms these heads peak at Delta=-1 with
     RoPE-periodic oscillation (Fig. kernels, left)"; the caption: "corpus-averaged
     relative-position score kernels of top previous-token heads (Pythia-410m) peak at Delta=-1
@@ -496,24 +496,24 @@ def test_prev_kernels_peak_at_minus_one(evidence: Any, claim: Claim) -> None:
     """
     name = evidence.ref.name
     data = evidence.data
-    claim.premise("released kernel curves", data.has_table("kernel_curves", name), "==", True)
+    judge.premise("released kernel curves", data.has_table("kernel_curves", name), "==", True)
     curves = data.kernel_curves(name)
     curves = curves[curves["fig"] == KERNEL_FIGURE]
     offsets = sorted(int(d) for d in curves["offset"].unique())
-    with claim.premises():
-        claim.premise(f"heads drawn in fig {KERNEL_FIGURE!r}", curves["head"].nunique(), ">", 0)
-        claim.premise("offsets cover -1", -1 in offsets, "==", True)
-        claim.premise("an offset below -1", bool(offsets) and offsets[0] < -1, "==", True)
-        claim.premise("an offset above -1", bool(offsets) and offsets[-1] > -1, "==", True)
+    with judge.premises():
+        judge.premise(f"heads drawn in fig {KERNEL_FIGURE!r}", curves["head"].nunique(), ">", 0)
+        judge.premise("offsets cover -1", -1 in offsets, "==", True)
+        judge.premise("an offset below -1", bool(offsets) and offsets[0] < -1, "==", True)
+        judge.premise("an offset above -1", bool(offsets) and offsets[-1] > -1, "==", True)
     table = evidence.head_table()
     prev_order = [head_name(row) for _, row in top_k_heads(table, "prev", len(table)).iterrows()]
     for head, part in curves.groupby("head", sort=True):
         part = part.sort_values("offset")
         peak = int(part["offset"].iloc[int(np.argmax(part["score"].to_numpy()))])
-        claim.statement(f"head {head}: offset of the kernel's peak", peak, "==", -1)
+        judge.statement(f"head {head}: offset of the kernel's peak", peak, "==", -1)
         rank = prev_order.index(str(head)) + 1 if str(head) in prev_order else None
-        claim.measure(f"head {head}: prev rank in the model (1 = largest)", rank, n=len(table))
-        claim.plot(
+        judge.measure(f"head {head}: prev rank in the model (1 = largest)", rank, n=len(table))
+        judge.plot(
             f"S7g: relative-position kernels of top prev heads, {name}",
             str(head),
             part["offset"],
@@ -523,8 +523,8 @@ def test_prev_kernels_peak_at_minus_one(evidence: Any, claim: Claim) -> None:
             ylabel="score",
             caption="Each head's curve should peak at offset -1.",
         )
-    claim.measure("offset range", [offsets[0], offsets[-1]])
-    claim.note(
+    judge.measure("offset range", [offsets[0], offsets[-1]])
+    judge.note(
         '"RoPE-periodic oscillation" is not judged: the paper defines no period or criterion '
         "for it (see the figure)"
     )

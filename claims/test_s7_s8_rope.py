@@ -45,7 +45,7 @@ def _printed_interval(printed: str) -> tuple[float, float]:
     schemes=ROPE,
     columns=("prev", "D_head", "dir_frac", "rope_imag_frac", "freq_centroid", "layer"),
 )
-def test_phase_features_explain_the_partial(evidence, claim: Claim):
+def test_phase_features_explain_the_partial(evidence, judge: Claim):
     """Source (§7): "Adding per-frequency RoPE-phase summaries as controls *attenuates* D_head's
     residual association substantially (Table mediation) - most completely on full-RoPE Llama,
     where the default-estimator residual is indistinguishable from zero (+0.006, p = 0.84;
@@ -86,20 +86,20 @@ def test_phase_features_explain_the_partial(evidence, claim: Claim):
     before = partial_rho(table, "D_head", "prev", ["dir_frac"])
     after = partial_rho(table, "D_head", "prev", PHASE_CONTROLS)
     attenuation = 100 * (1 - after.rho / before.rho)
-    printed = claim.entry.printed_value  # Table mediation's row (catalogue), None elsewhere
+    printed = judge.entry.printed_value  # Table mediation's row (catalogue), None elsewhere
     name = evidence.ref.name
     # end=False: the test goes on recording after a failed one
-    claim.premise("partial | dir_frac is positive", before.rho, ">", 0.0, end=False, n=before.n)
-    claim.premise(
+    judge.premise("partial | dir_frac is positive", before.rho, ">", 0.0, end=False, n=before.n)
+    judge.premise(
         "p of partial | dir_frac",
         before.p,
         "<",
-        claim.threshold("alpha"),
+        judge.threshold("alpha"),
         end=False,
         n=before.n,
     )
-    claim.measure("p of partial | dir_frac + phase", after.p)
-    claim.statement(
+    judge.measure("p of partial | dir_frac + phase", after.p)
+    judge.statement(
         "attenuation % (hybrid), above the placebo's 22%",
         attenuation,
         ">",
@@ -108,13 +108,13 @@ def test_phase_features_explain_the_partial(evidence, claim: Claim):
         note="the placebo's ceiling 22% (features without phase 'barely attenuate') at printed "
         "precision",
     )
-    claim.measure(
+    judge.measure(
         "attenuation reaches the smallest printed RoPE one, 38% (re-reads the print)",
         bool(attenuation >= 37.5),
     )
     if evidence.ref.name == "llama-3-8b":
         interval = partial_rho_ci(table, "D_head", "prev", PHASE_CONTROLS, level=0.90)
-        claim.absence(
+        judge.absence(
             "partial | dir_frac + phase (indistinguishable from zero; 90% layer-clustered)",
             after.rho,
             interval,
@@ -124,26 +124,26 @@ def test_phase_features_explain_the_partial(evidence, claim: Claim):
             kind="layer-clustered bootstrap",
         )
     if printed("partial | dir_frac", name) is None:
-        claim.measure("partial | dir_frac", before.rho, n=before.n)
-        claim.measure("partial | dir_frac + phase", after.rho)
+        judge.measure("partial | dir_frac", before.rho, n=before.n)
+        judge.measure("partial | dir_frac + phase", after.rho)
         return
-    claim.printed("partial | dir_frac", before.rho)
-    claim.printed("partial | dir_frac + phase", after.rho)
-    claim.printed("attenuation %", attenuation)
+    judge.printed("partial | dir_frac", before.rho)
+    judge.printed("partial | dir_frac + phase", after.rho)
+    judge.printed("attenuation %", attenuation)
     # printed for some models only: elsewhere nothing to record
     if printed("attenuation % (placebo paragraph)", name) is not None:
-        claim.printed("attenuation % (placebo paragraph)", attenuation)
+        judge.printed("attenuation % (placebo paragraph)", attenuation)
     if printed("p, controlled partial", name) is not None:
-        claim.printed("p, controlled partial", after.p)
+        judge.printed("p, controlled partial", after.p)
     if evidence.ref.kind != "paper":
         return
     # the table prints its three columns for each of its models: {column: {model: text}}
-    mediation = claim.entry.printed
+    mediation = judge.entry.printed
     b_lo, b_hi = _printed_interval(mediation["partial | dir_frac"][name])
     a_lo, a_hi = _printed_interval(mediation["partial | dir_frac + phase"][name])
     implied = (100 * (1 - a_hi / b_lo), 100 * (1 - a_lo / b_hi))
     # the printed attenuation's own rounding (+-0.5) must reach the interval its partials allow
-    claim.consistency(
+    judge.consistency(
         "printed attenuation vs printed partials",
         float(mediation["attenuation %"][name]),
         "in",
@@ -153,7 +153,7 @@ def test_phase_features_explain_the_partial(evidence, claim: Claim):
 
 
 @claim("S8b", evidence=("paper", "weights", "toy"), schemes=ROPE, columns=("prev", "dInd_rope"))
-def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim: Claim):
+def test_phase_ablation_kills_induction_at_the_prev_head(evidence, judge: Claim):
     """Source (§8): "Sweeping the ablation over *all* heads of all three RoPE models, the
     largest induction-loss effect lands on a top-2 prev-scoring head every time ... (exact
     permutation p = 1/384 ... 2/1024) ... Effects are highly concentrated: 92-99% of heads
@@ -185,7 +185,7 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim: Claim)
     n = len(table)
     top_effect = table.loc[table["dInd_rope"].idxmax()]
     prev_rank = table["prev"].rank(ascending=False, method="first").to_numpy()
-    claim.plot(
+    judge.plot(
         "S8b: induction-loss effect of zeroing Im(M_t) by the head's prev rank",
         evidence.ref.evidence_id,
         prev_rank,
@@ -194,32 +194,32 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim: Claim)
         ylabel="dInd_rope (induction loss after - before)",
         xscale="log",
         group=evidence.ref.kind,
-        hlines=((claim.threshold("moves"), "moves: 0.01"),),
+        hlines=((judge.threshold("moves"), "moves: 0.01"),),
         caption="The largest effect should sit at prev rank 1-2 and nearly every other head "
         "below the 0.01 line.",
     )
     top_prev = {head_name(row) for _, row in top_k_heads(table, "prev", 2).iterrows()}
-    share_still = float((table["dInd_rope"].abs() < claim.threshold("moves")).mean())
-    claim.premise(  # end=False: the test goes on recording after it fails
+    share_still = float((table["dInd_rope"].abs() < judge.threshold("moves")).mean())
+    judge.premise(  # end=False: the test goes on recording after it fails
         "heads in the sweep (share can reach 92% with one head moving)",
         n,
         ">=",
-        claim.threshold("min_heads"),
+        judge.threshold("min_heads"),
         end=False,
     )
-    claim.measure(
+    judge.measure(
         "chance that the largest effect lands on a top-2 prev head (2/n; design, not power)",
         2 / n,
         n=n,
     )
     if "dInd_rope_sequences" in table.columns:
         sequences = table["dInd_rope_sequences"]
-        claim.measure(
+        judge.measure(
             "heads measured on all 50 sequences (the rest on 4)",
-            int((sequences >= claim.threshold("full_sweep_sequences")).sum()),
+            int((sequences >= judge.threshold("full_sweep_sequences")).sum()),
             n=n,
         )
-        claim.premise(
+        judge.premise(
             "fewest sequences any head was ablated on",
             int(sequences.min()),
             ">=",
@@ -228,20 +228,20 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim: Claim)
         )
     paper = S8B.get(evidence.ref.name)
     head, ce_before, ce_after = paper if paper is not None else (None, None, None)
-    claim.measure("top-2 prev heads", sorted(top_prev))
-    claim.measure("head with the largest induction effect", head_name(top_effect), paper=head)
-    claim.measure(
+    judge.measure("top-2 prev heads", sorted(top_prev))
+    judge.measure("head with the largest induction effect", head_name(top_effect), paper=head)
+    judge.measure(
         "its dInd_rope",
         float(top_effect["dInd_rope"]),
         paper=paper and f"{ce_before} -> {ce_after}",
     )
-    claim.statement(
+    judge.statement(
         "head with the largest induction effect is a top-2 prev head",
         head_name(top_effect) in top_prev,
         "==",
         True,
     )
-    claim.statement(
+    judge.statement(
         "share of heads with |dInd| < 0.01",
         share_still,
         ">=",
@@ -251,20 +251,20 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim: Claim)
     )
     if paper is None:  # the paper prints no numbers for this model
         return
-    claim.printed("share still, low end of 92-99%", share_still, comparison=">=")
-    claim.printed("share still, high end of 92-99%", share_still, comparison="<=")
+    judge.printed("share still, low end of 92-99%", share_still, comparison=">=")
+    judge.printed("share still, high end of 92-99%", share_still, comparison="<=")
     if evidence.ref.kind != "paper":
         return
     _, ce_before, ce_after = paper  # the printed row (paper is not None past the return)
     printed = float(ce_after) - float(ce_before)
-    claim.consistency(
+    judge.consistency(
         "head with the largest induction effect is the paper's (released table vs text)",
         head_name(top_effect),
         "==",
         head,
         text=True,
     )
-    claim.consistency(
+    judge.consistency(
         "its dInd_rope vs the printed after - before",
         float(top_effect["dInd_rope"]),
         "in",
@@ -274,7 +274,7 @@ def test_phase_ablation_kills_induction_at_the_prev_head(evidence, claim: Claim)
 
 
 @claim("S8a")
-def test_ablation_symmetrizes_by_construction(claim: Claim):
+def test_ablation_symmetrizes_by_construction(judge: Claim):
     """Source (§8): "We ablate a head's directional RoPE content by zeroing Im(M_t) (dropping
     the sin(Delta theta) component), which **symmetrizes** its relative-position kernel".
 
@@ -310,21 +310,21 @@ def test_ablation_symmetrizes_by_construction(claim: Claim):
         even_part = (intact + intact[::-1]) / 2
         worst_part = max(worst_part, float(np.abs(ablated - even_part).max()) / bound)
         intact_asym = max(intact_asym, float(np.abs(intact - intact[::-1]).max()) / scale)
-    claim.statement(
+    judge.statement(
         "max |S_abl(D) - S_abl(-D)| in units of its rounding bound", worst_even, "<=", 1.0, n=40
     )
-    claim.statement(
+    judge.statement(
         "max |S_abl - (S(D) + S(-D))/2| in units of its rounding bound",
         worst_part,
         "<=",
         1.0,
         n=40,
     )
-    claim.measure("max |S(D) - S(-D)| / scale, intact kernels", intact_asym)
+    judge.measure("max |S(D) - S(-D)| / scale, intact kernels", intact_asym)
 
 
 @claim("S8a", evidence=("weights", "toy"), schemes=ROPE)
-def test_ablation_symmetrizes_the_kernel(evidence, claim: Claim):
+def test_ablation_symmetrizes_the_kernel(evidence, judge: Claim):
     """Source (§8): "the decomposition full = symmetric + directional is verified to 6e-6
     (fp32; 2e-5 on bf16 Llama)" (§7: "Full-score reconstruction from {M_t, theta_t} matches the
     model to 1e-6/1e-2 in fp32/bf16").
@@ -350,13 +350,13 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim: Claim):
     model = evidence.model()
     dtype = str(model.bridge.W_E.dtype).replace("torch.", "")
     # end=False: the test goes on recording after this premise fails (when the next holds)
-    claim.premise("dtype of the model's forward pass", dtype, "==", "float32", text=True, end=False)
-    if not sum_of_frequency_terms(model, claim):
+    judge.premise("dtype of the model's forward pass", dtype, "==", "float32", text=True, end=False)
+    if not sum_of_frequency_terms(model, judge):
         return
     d, k = model.factors.A.shape[-2:]
     tolerance = (d + k + KERNEL_TOKENS) * U32
     check = frequency_check(model, n_tokens=KERNEL_TOKENS)
-    claim.statement(
+    judge.statement(
         "max |hook - (sym + dir)/scale| / max |score|",
         check.max_rel_error,
         "<=",
@@ -365,25 +365,25 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim: Claim):
     )
     # the paper's own models (by the evidence's name) are judged against its printed bound;
     # elsewhere the error is measured beside 6e-6
-    if evidence.ref.name in claim.entry.printed["max |hook - (sym + dir)/scale|"]:
-        claim.printed(
+    if evidence.ref.name in judge.entry.printed["max |hook - (sym + dir)/scale|"]:
+        judge.printed(
             "max |hook - (sym + dir)/scale|",
             check.max_abs_error,
             key=evidence.ref.name,
             comparison="<=",
         )
     else:
-        claim.measure(
+        judge.measure(
             "max |hook - (sym + dir)/scale| (the paper's models: <= 6e-6)",
             check.max_abs_error,
             paper=6e-6,
         )
-    claim.measure("max |S(D) - S(-D)|, ablated kernels (identity)", check.max_ablated_asymmetry)
-    claim.measure("max |S(D) - S(-D)|, intact kernels", check.max_intact_asymmetry)
-    claim.measure("max |full - (sym + dir)| (float64 rebuild)", check.max_split_error)
+    judge.measure("max |S(D) - S(-D)|, ablated kernels (identity)", check.max_ablated_asymmetry)
+    judge.measure("max |S(D) - S(-D)|, intact kernels", check.max_intact_asymmetry)
+    judge.measure("max |full - (sym + dir)| (float64 rebuild)", check.max_split_error)
     for head, (offsets, intact, ablated) in check.kernels.items():
         title = f"kernel before/after Im(M_t) ablation: {evidence.ref.name} {head}"
-        claim.plot(
+        judge.plot(
             title,
             "intact",
             offsets,
@@ -393,11 +393,11 @@ def test_ablation_symmetrizes_the_kernel(evidence, claim: Claim):
             ylabel="score",
             caption="The ablated kernel should be mirror-symmetric about D = 0.",
         )
-        claim.plot(title, "ablated", offsets, ablated, kind="line")
+        judge.plot(title, "ablated", offsets, ablated, kind="line")
 
 
 @claim("S8a", evidence=("paper",), models=("pythia-410m",))
-def test_published_kernels(evidence, claim: Claim):
+def test_published_kernels(evidence, judge: Claim):
     """Source (§8): "ablating Im(M_t) ... symmetrizes its relative-position kernel"; Fig.
     kernels (right) shows the released before/after kernel of head 5.2.
 
@@ -413,7 +413,7 @@ def test_published_kernels(evidence, claim: Claim):
     curves = evidence.data.kernel_curves(evidence.ref.name)
     for (fig, head), part in curves.groupby(["fig", "head"]):
         part = part.sort_values("offset")
-        claim.plot(
+        judge.plot(
             f"published kernels: {evidence.ref.name} ({fig})",
             str(head),
             part["offset"],
@@ -425,13 +425,13 @@ def test_published_kernels(evidence, claim: Claim):
             "one's asymmetry.",
         )
     offsets = curves["offset"]
-    claim.measure("offset range", [int(offsets.min()), int(offsets.max())])
+    judge.measure("offset range", [int(offsets.min()), int(offsets.max())])
     if offsets.max() <= 0 or offsets.min() >= 0:
         pytest.skip("published kernels cover one sign of D only; evenness needs both")
     killed = curves[curves["head"] == "killed"].set_index("offset")["score"]
     both = [d for d in killed.index if d > 0 and -d in killed.index]
     asymmetry = max(abs(killed[d] - killed[-d]) for d in both)
-    claim.statement(
+    judge.statement(
         "max |S(D) - S(-D)| / max |S|, killed curve",
         asymmetry / float(killed.abs().max()),
         "<=",

@@ -59,7 +59,7 @@ def _prev_rank(table: pd.DataFrame, row: pd.Series) -> int:
 
 
 @claim("S8c", evidence=("paper",), models=RUNS, columns=("prev", "dInd_rope"))
-def test_phase_ablation_eliminates_induction(evidence: PaperEvidence, claim: Claim) -> None:
+def test_phase_ablation_eliminates_induction(evidence: PaperEvidence, judge: Claim) -> None:
     """Source (abstract, l.49-54): "zeroing the per-frequency RoPE phase Im(M_t) eliminates
     induction on a pre-identified previous-token head in all three RoPE models"; the
     contributions (l.111-112) say the same as "destroys induction on exactly the flagged heads"
@@ -96,42 +96,42 @@ def test_phase_ablation_eliminates_induction(evidence: PaperEvidence, claim: Cla
     head = _pre_identified(table)
     delta = float(head["dInd_rope"])
     base, chance = float(before), math.log(VOCAB[name])
-    claim.measure("pre-identified head (top-2 prev, largest dInd_rope)", head_name(head))
-    claim.measure("paper's head", paper_head)
-    claim.measure("its dInd_rope", delta, paper=f"{before} -> {after}")
-    claim.measure("chance loss ln V", chance)
-    claim.premise("printed base induction loss (below chance)", base, "<", chance)
-    claim.statement(
+    judge.measure("pre-identified head (top-2 prev, largest dInd_rope)", head_name(head))
+    judge.measure("paper's head", paper_head)
+    judge.measure("its dInd_rope", delta, paper=f"{before} -> {after}")
+    judge.measure("chance loss ln V", chance)
+    judge.premise("printed base induction loss (below chance)", base, "<", chance)
+    judge.statement(
         "share of the induction advantage removed (released dInd_rope / (ln V - before))",
         delta / (chance - base),
         ">=",
         "eliminates",
     )
-    claim.consistency(
+    judge.consistency(
         "share removed from the printed before/after ('eliminates' vs its own numbers)",
         (float(after) - base) / (chance - base),
         ">=",
         "eliminates",
         paper=f"{before} -> {after}",
     )
-    claim.printed("loss ratio after / before", (base + delta) / base)
-    claim.consistency(
+    judge.printed("loss ratio after / before", (base + delta) / base)
+    judge.consistency(
         "printed after / before vs the printed ~ratio",
         float(after) / base,
         "==",
-        claim.entry.printed["loss ratio after / before"][name],
+        judge.entry.printed["loss ratio after / before"][name],
         text=True,
     )
-    claim.measure(
+    judge.measure(
         "share of heads that move (|dInd_rope| >= 0.01)",
-        float((table["dInd_rope"].abs() >= claim.threshold("moves")).mean()),
+        float((table["dInd_rope"].abs() >= judge.threshold("moves")).mean()),
         n=len(table),
     )
-    claim.note(
+    judge.note(
         "'Eliminates' read as the model's induction loss reaching chance; the loss ratio "
         "(the alternative reading, printed ~4x/2x/3x) is a number check beside it."
     )
-    claim.note(
+    judge.note(
         "Reading: the head-local reading (the ablation eliminates the head's own contribution "
         "to induction) cannot be tested: the released tables have no whole-head ablation or "
         "per-head contribution column, so the errata are judged under the literal reading only."
@@ -139,7 +139,7 @@ def test_phase_ablation_eliminates_induction(evidence: PaperEvidence, claim: Cla
 
 
 @claim("S8d", sets=("paper",))
-def test_identity_details_and_joint_chance(evidence_set: PaperEvidenceSet, claim: Claim) -> None:
+def test_identity_details_and_joint_chance(evidence_set: PaperEvidenceSet, judge: Claim) -> None:
     """Source (§8, l.420-425): "Pythia-410m head 5.2 (prev rank 1/384; prev 0.95, D_head
     0.61) ... (exact permutation p=1/384); Pythia-1.4B head 1.11 (rank 1/384) ... (p=1/384);
     Llama-3-8B head L14.H26 (rank 2/1024; prev 0.65, D_head 0.61) ... (p=2/1024) - jointly
@@ -166,9 +166,9 @@ def test_identity_details_and_joint_chance(evidence_set: PaperEvidenceSet, claim
     sampling question beyond n (the premise)."""
     tables = {ref.name: table for ref, table in evidence_set.tables().items()}
     present = [m for m in RUNS if m in tables]
-    claim.premise("RoPE models with a released table", len(present), "==", len(RUNS))
-    alpha = claim.threshold("alpha")
-    claim.premise(
+    judge.premise("RoPE models with a released table", len(present), "==", len(RUNS))
+    alpha = judge.threshold("alpha")
+    judge.premise(
         "fewest heads in a model's sweep (>= 1/alpha: an exact p can reach alpha)",
         min(len(tables[m]) for m in RUNS),
         ">=",
@@ -182,23 +182,23 @@ def test_identity_details_and_joint_chance(evidence_set: PaperEvidenceSet, claim
         rank, n = _prev_rank(table, top), len(table)
         joint *= rank / n
         largest = max(largest, rank / n)
-        claim.measure(f"{model}: largest-effect head", head_name(top), paper=S8B[model][0])
-        claim.measure(f"{model}: permutation p = rank / n", rank / n)
-        claim.printed(
+        judge.measure(f"{model}: largest-effect head", head_name(top), paper=S8B[model][0])
+        judge.measure(f"{model}: permutation p = rank / n", rank / n)
+        judge.printed(
             "prev rank of the largest-effect head",
             rank,
             key=model,
             label=f"{model}: prev rank of the largest-effect head",
         )
-        claim.printed("heads in the sweep", n, key=model, label=f"{model}: heads in the sweep")
+        judge.printed("heads in the sweep", n, key=model, label=f"{model}: heads in the sweep")
         for column in ("prev", "D_head"):
-            claim.printed(
+            judge.printed(
                 f"{column} of the largest-effect head",
                 float(top[column]),
                 key=model,
                 label=f"{model}: {column} of the largest-effect head",
             )
-    claim.statement(
+    judge.statement(
         "largest permutation p over the three models (each rank / n <= alpha)",
         largest,
         "<=",
@@ -206,23 +206,23 @@ def test_identity_details_and_joint_chance(evidence_set: PaperEvidenceSet, claim
         n=len(RUNS),
     )
     printed_pattern = math.prod(
-        int(claim.entry.printed["prev rank of the largest-effect head"][m])
-        / int(claim.entry.printed["heads in the sweep"][m])
+        int(judge.entry.printed["prev rank of the largest-effect head"][m])
+        / int(judge.entry.printed["heads in the sweep"][m])
         for m in RUNS
     )
-    claim.printed("joint p under random assignment", joint)
-    claim.consistency(
+    judge.printed("joint p under random assignment", joint)
+    judge.consistency(
         "product of the printed p's vs the printed joint ≈1e-8",
         printed_pattern,
         "==",
-        claim.entry.printed["joint p under random assignment"],
+        judge.entry.printed["joint p under random assignment"],
         text=True,
     )
 
 
 @claim("S8e", evidence=("paper",), models=("llama-3-8b",), columns=("prev", "layer", "dInd_rope"))
 def test_llama_prev_head_layer_zero_critical_mid_depth(
-    evidence: PaperEvidence, claim: Claim
+    evidence: PaperEvidence, judge: Claim
 ) -> None:
     """Source (§8, l.425-426): "(Llama's #1 prev head sits in layer 0, too early to feed
     induction; the causally-critical head is the mid-depth prev head.)"
@@ -241,18 +241,18 @@ def test_llama_prev_head_layer_zero_critical_mid_depth(
     first = table.loc[table["prev"].idxmax()]
     critical = _largest_effect(table)
     depth = int(critical["layer"]) / (layers - 1)
-    claim.measure("#1 prev head", head_name(first))
-    claim.measure("largest-effect head", head_name(critical), paper="14.26")
-    claim.measure("largest-effect head's prev rank", _prev_rank(table, critical), paper=2)
-    claim.measure("layers", layers)
-    claim.statement("layer of the #1 prev head", int(first["layer"]), "==", 0)
-    claim.statement(
+    judge.measure("#1 prev head", head_name(first))
+    judge.measure("largest-effect head", head_name(critical), paper="14.26")
+    judge.measure("largest-effect head's prev rank", _prev_rank(table, critical), paper=2)
+    judge.measure("layers", layers)
+    judge.statement("layer of the #1 prev head", int(first["layer"]), "==", 0)
+    judge.statement(
         "relative depth of the largest-effect head (mid-depth)", depth, "in", "middle_third"
     )
 
 
 @claim("S8f", evidence=("paper",), models=RUNS, columns=("prev", "dInd_rope"))
-def test_other_strong_prev_heads_do_not_move(evidence: PaperEvidence, claim: Claim) -> None:
+def test_other_strong_prev_heads_do_not_move(evidence: PaperEvidence, judge: Claim) -> None:
     """Source (§8, l.426-428): "the other prev>0.5 heads show ≈0 effects (consistent with
     redundancy across a multi-head circuit)".
 
@@ -275,27 +275,27 @@ def test_other_strong_prev_heads_do_not_move(evidence: PaperEvidence, claim: Cla
     Power: no power check - released point values against the margin."""
     table = evidence.head_table()
     top = _largest_effect(table)
-    strong = table[(table["prev"] > claim.threshold("strong")) & (table.index != top.name)]
-    claim.measure("largest-effect head (excluded)", head_name(top))
-    claim.premise("other heads with prev > 0.5", len(strong), ">=", 1)
+    strong = table[(table["prev"] > judge.threshold("strong")) & (table.index != top.name)]
+    judge.measure("largest-effect head (excluded)", head_name(top))
+    judge.premise("other heads with prev > 0.5", len(strong), ">=", 1)
     for _, row in strong.sort_values("prev", ascending=False).iterrows():
-        claim.measure(
+        judge.measure(
             f"head {head_name(row)} (prev {float(row['prev']):.2f}): dInd_rope",
             float(row["dInd_rope"]),
         )
     farthest = float(strong.loc[strong["dInd_rope"].abs().idxmax(), "dInd_rope"])
-    claim.absence(
+    judge.absence(
         "dInd_rope of the other prev > 0.5 head farthest from 0 (≈0; released point value)",
         farthest,
         Exact("exact (a released point value)"),
         "approx_zero",
         n=len(strong),
     )
-    claim.measure("one-sided reading: max dInd_rope over them", float(strong["dInd_rope"].max()))
+    judge.measure("one-sided reading: max dInd_rope over them", float(strong["dInd_rope"].max()))
     top2 = set(top_k_heads(table, "prev", 2).index)
     beyond = strong[~strong.index.isin(top2)]
     if len(beyond):
-        claim.measure(
+        judge.measure(
             "reading without both top-2 prev heads: max |dInd_rope|",
             float(beyond["dInd_rope"].abs().max()),
             n=len(beyond),
@@ -303,7 +303,7 @@ def test_other_strong_prev_heads_do_not_move(evidence: PaperEvidence, claim: Cla
 
 
 @claim("S8g", evidence=("paper",), models=RUNS, columns=("prev", "dInd_rope"))
-def test_a_few_low_prev_heads_show_small_effects(evidence: PaperEvidence, claim: Claim) -> None:
+def test_a_few_low_prev_heads_show_small_effects(evidence: PaperEvidence, judge: Claim) -> None:
     """Source (§8, l.428-429): "a few low-prev heads show small effects (≤0.17), suggesting
     downstream circuit participation the prev detector does not capture".
 
@@ -324,23 +324,23 @@ def test_a_few_low_prev_heads_show_small_effects(evidence: PaperEvidence, claim:
     Premises: the model has low-prev heads. Power: no test - released point values against
     bars (the sweep's per-head error is not released)."""
     table = evidence.head_table()
-    moves = claim.threshold("moves")
-    low = table[table["prev"] <= claim.threshold("strong")]
-    claim.premise("heads with prev <= 0.5", len(low), ">=", 1)
+    moves = judge.threshold("moves")
+    low = table[table["prev"] <= judge.threshold("strong")]
+    judge.premise("heads with prev <= 0.5", len(low), ">=", 1)
     movers = low[low["dInd_rope"].abs() >= moves]
     largest = float(low["dInd_rope"].abs().max())
-    claim.statement("low-prev heads that move (a few)", len(movers), ">=", "a_few", n=len(low))
-    claim.statement("max |dInd_rope| over low-prev heads (small)", largest, "<", "small")
-    claim.printed("largest |dInd_rope| among low-prev heads", largest, comparison="<=")
-    claim.measure("share of low-prev heads that move", len(movers) / len(low), n=len(low))
-    claim.measure(
+    judge.statement("low-prev heads that move (a few)", len(movers), ">=", "a_few", n=len(low))
+    judge.statement("max |dInd_rope| over low-prev heads (small)", largest, "<", "small")
+    judge.printed("largest |dInd_rope| among low-prev heads", largest, comparison="<=")
+    judge.measure("share of low-prev heads that move", len(movers) / len(low), n=len(low))
+    judge.measure(
         "movers among low-prev heads (head: prev, dInd_rope)",
         [
             f"{head_name(r)}: {float(r['prev']):.2f}, {float(r['dInd_rope']):+.3f}"
             for _, r in movers.sort_values("dInd_rope", ascending=False).iterrows()
         ],
     )
-    claim.measure("largest signed dInd_rope over low-prev heads", float(low["dInd_rope"].max()))
+    judge.measure("largest signed dInd_rope over low-prev heads", float(low["dInd_rope"].max()))
     median = float(table["prev"].median())
     for label, subset in (
         ("prev < 0.1", table[table["prev"] < 0.1]),
@@ -348,12 +348,12 @@ def test_a_few_low_prev_heads_show_small_effects(evidence: PaperEvidence, claim:
     ):
         if subset.empty:
             continue
-        claim.measure(
+        judge.measure(
             f"alternative low-prev = {label}: heads that move",
             int((subset["dInd_rope"].abs() >= moves).sum()),
             n=len(subset),
         )
-        claim.measure(
+        judge.measure(
             f"alternative low-prev = {label}: max |dInd_rope|",
             float(subset["dInd_rope"].abs().max()),
         )
@@ -365,7 +365,7 @@ def test_a_few_low_prev_heads_show_small_effects(evidence: PaperEvidence, claim:
     models=RUNS,
     columns=("prev", "D_head", "dir_frac", "rope_imag_frac", "freq_centroid", "dInd_rope"),
 )
-def test_head_level_correlations_are_null(evidence: PaperEvidence, claim: Claim) -> None:
+def test_head_level_correlations_are_null(evidence: PaperEvidence, judge: Claim) -> None:
     """Source (§8, l.429-430): "head-level aggregate correlations are correspondingly null"
     (after "causal importance is concentrated, not a smooth spectral gradient").
 
@@ -392,20 +392,20 @@ def test_head_level_correlations_are_null(evidence: PaperEvidence, claim: Claim)
     for metric in family:
         result = scipy.stats.spearmanr(table["dInd_rope"], table[metric])
         rho, p = float(result.statistic), float(result.pvalue)
-        claim.measure(f"p of rho(dInd_rope, {metric})", p, n=n)
-        null_rank_correlation(claim, f"rho(dInd_rope, {metric}) (null)", rho, n, family=len(family))
+        judge.measure(f"p of rho(dInd_rope, {metric})", p, n=n)
+        null_rank_correlation(judge, f"rho(dInd_rope, {metric}) (null)", rho, n, family=len(family))
     for metric in OTHER_CORRELATES:
         if metric in table.columns and metric not in family:
             rho = float(scipy.stats.spearmanr(table["dInd_rope"], table[metric]).statistic)
-            claim.measure(f"not in the authors' family: rho(dInd_rope, {metric})", rho, n=n)
-            claim.measure(
+            judge.measure(f"not in the authors' family: rho(dInd_rope, {metric})", rho, n=n)
+            judge.measure(
                 f"not in the authors' family: 90% Fisher-z interval, rho(dInd_rope, {metric})",
                 list(spearman_interval(rho, n)),
             )
 
 
 @claim("S8i", evidence=("paper",), models=("pythia-410m",))
-def test_ablation_flattens_the_minus_one_peak(evidence: PaperEvidence, claim: Claim) -> None:
+def test_ablation_flattens_the_minus_one_peak(evidence: PaperEvidence, judge: Claim) -> None:
     """Source (§8, l.430-431): "The before/after kernel shows the Δ=-1 peak flattening (Fig.
     kernels, right)"; caption (l.439-440): "ablating Im(M_t) on the induction-feeding head 5.2
     flattens the Δ=-1 peak".
@@ -427,7 +427,7 @@ def test_ablation_flattens_the_minus_one_peak(evidence: PaperEvidence, claim: Cl
         for head, part in fig.groupby("head")
     }
     needed = {-2, -1, 0}
-    claim.premise(
+    judge.premise(
         "intact and killed curves cover offsets -2, -1, 0",
         all(h in score and needed <= set(score[h].index) for h in ("intact", "killed")),
         "==",
@@ -437,10 +437,10 @@ def test_ablation_flattens_the_minus_one_peak(evidence: PaperEvidence, claim: Cl
     for head in ("intact", "killed"):
         s = score[head]
         prominence[head] = float(s[-1] - max(s[-2], s[0]))
-        claim.measure(f"{head}: S(-1)", float(s[-1]))
-        claim.measure(f"{head}: S(-2), S(0)", [float(s[-2]), float(s[0])])
-        claim.measure(f"{head}: offset of the maximum", int(s.idxmax()))
-        claim.plot(
+        judge.measure(f"{head}: S(-1)", float(s[-1]))
+        judge.measure(f"{head}: S(-2), S(0)", [float(s[-2]), float(s[0])])
+        judge.measure(f"{head}: offset of the maximum", int(s.idxmax()))
+        judge.plot(
             "Pythia-410m head 5.2 kernel before/after the Im(M_t) ablation",
             head,
             np.asarray(s.index, dtype=float),
@@ -451,7 +451,7 @@ def test_ablation_flattens_the_minus_one_peak(evidence: PaperEvidence, claim: Cl
             caption="The intact curve should peak at -1; after the ablation the peak should be "
             "gone.",
         )
-    claim.statement("intact: prominence of the -1 peak", prominence["intact"], ">", 0.0)
-    claim.statement(
+    judge.statement("intact: prominence of the -1 peak", prominence["intact"], ">", 0.0)
+    judge.statement(
         "killed: prominence of the -1 peak (flattened)", prominence["killed"], "<=", 0.0
     )

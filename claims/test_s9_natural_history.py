@@ -100,10 +100,10 @@ def _is_rope(evidence) -> bool:
     return evidence.ref.scheme.startswith("rope")
 
 
-def _rotary_premise(evidence, claim) -> None:
+def _rotary_premise(evidence, judge) -> None:
     """Premise of S9b and S9d: the evidence's positional scheme has a rotary phase (recorded
     with ``end=False``: the caller goes on recording)."""
-    claim.premise(
+    judge.premise(
         "positional scheme has rotary phase",
         family(evidence.ref.scheme),
         "==",
@@ -113,21 +113,21 @@ def _rotary_premise(evidence, claim) -> None:
     )
 
 
-def _formed_run(claim, history, t1: float) -> None:
+def _formed_run(judge, history, t1: float) -> None:
     """Premise of S9b-d: the prev head forms, and after step 0."""
     # end=False: the tests go on recording after a failed premise
-    claim.premise(
+    judge.premise(
         "first step the prev head's behaviour is > 0.5 (t1)",
         t1,
         "<",
         float("inf"),
         end=False,
     )
-    claim.premise(
+    judge.premise(
         "prev head's behaviour at the first checkpoint (formation after it)",
         float(history["prev_beh"].iloc[0]),
         "<",
-        claim.threshold("strong"),
+        judge.threshold("strong"),
         end=False,
     )
 
@@ -145,11 +145,11 @@ def _share_at(n: int, low: float | None = None, high: float | None = None) -> fl
     return max(int(hits.sum()), 1) / n
 
 
-def _plot_history(claim, evidence, history) -> None:
+def _plot_history(judge, evidence, history) -> None:
     name = evidence.ref.evidence_id
     steps = history["step"].to_numpy(dtype=float)
     x = np.where(steps > 0, steps, 0.5)  # step 0 shown at 0.5 on the log axis
-    t0, t1 = _window(history, claim.threshold("strong"))
+    t0, t1 = _window(history, judge.threshold("strong"))
     window = ((t0, t1, "formation window [t0, t1]"),) if np.isfinite(t1) else ()
     columns = [("prev_beh", "natural history: prev head behaviour")]
     if _is_rope(evidence):
@@ -158,8 +158,8 @@ def _plot_history(claim, evidence, history) -> None:
     for column, title in columns:
         if column not in history.columns:
             continue
-        formed = (claim.threshold("strong"), "formed: behaviour 0.5")
-        claim.plot(
+        formed = (judge.threshold("strong"), "formed: behaviour 0.5")
+        judge.plot(
             title,
             name,
             x,
@@ -180,7 +180,7 @@ def _plot_history(claim, evidence, history) -> None:
 
 
 @claim("S9a", evidence=("paper", "toy"), checkpoints=True)
-def test_born_at_the_null(evidence, claim: Claim):
+def test_born_at_the_null(evidence, judge: Claim):
     """Source (§9): "Act I (0-0.5B tokens): silence at the null. Every head sits at the
     Ginibre null (behavior 0.01; rope_imag_frac 0.500; population median D_head 0.61;
     K-composition at baseline) - step 0 doubles as an in-vivo verification of the paper's
@@ -217,14 +217,14 @@ def test_born_at_the_null(evidence, claim: Claim):
     behaviour 0.5 (the vocabulary's "strong"), drawn - they show, and do not judge."""
     history = evidence.history()
     rope_columns = ("pop_med_rif",) if _is_rope(evidence) else ()
-    history_columns(claim, history, ("step", "prev_beh", "pop_med_D", *rope_columns))
-    _plot_history(claim, evidence, history)
+    history_columns(judge, history, ("step", "prev_beh", "pop_med_D", *rope_columns))
+    _plot_history(judge, evidence, history)
     first = history.iloc[0]
     band = _null_band(evidence)
     paper = evidence.ref.kind == "paper"
     # end=False: the statements are recorded after a failed one
-    claim.premise("first checkpoint step", float(first["step"]), "==", 0.0, end=False)
-    claim.premise(
+    judge.premise("first checkpoint step", float(first["step"]), "==", 0.0, end=False)
+    judge.premise(
         "step-0 weights",
         TOY_INIT if evidence.ref.kind == "toy" else "released checkpoint",
         "!=",
@@ -232,7 +232,7 @@ def test_born_at_the_null(evidence, claim: Claim):
         text=True,
         end=False,
     )
-    claim.premise(
+    judge.premise(
         "positional scheme (ALiBi biases scores at init)",
         evidence.ref.scheme,
         "!=",
@@ -241,7 +241,7 @@ def test_born_at_the_null(evidence, claim: Claim):
         end=False,
     )
     beh = float(first["prev_beh"])
-    claim.absence(
+    judge.absence(
         "prev-head behaviour at step 0 (at chance)",
         beh,
         (beh, beh),
@@ -250,9 +250,9 @@ def test_born_at_the_null(evidence, claim: Claim):
     )
     low, centre, high = band["D_head"]
     med_d = float(first["pop_med_D"])
-    claim.measure("Ginibre null median D_head (this shape)", centre)
-    claim.measure("Ginibre 99% band of the median D_head (recorded, not judged)", [low, high])
-    claim.absence(
+    judge.measure("Ginibre null median D_head (this shape)", centre)
+    judge.measure("Ginibre 99% band of the median D_head (recorded, not judged)", [low, high])
+    judge.absence(
         "population median D_head at step 0 (at the Ginibre null median)",
         med_d,
         (med_d, med_d),
@@ -261,17 +261,17 @@ def test_born_at_the_null(evidence, claim: Claim):
         paper=0.61,
     )
     if paper:
-        claim.printed("prev-head behaviour at step 0", beh)
-        claim.printed("population median D_head at step 0", med_d)
+        judge.printed("prev-head behaviour at step 0", beh)
+        judge.printed("population median D_head at step 0", med_d)
     if "rope_imag_frac" in band:
         low_r, centre_r, high_r = band["rope_imag_frac"]
         med_r = float(first["pop_med_rif"])
-        claim.measure("Ginibre null median rope_imag_frac (this shape)", centre_r)
-        claim.measure(
+        judge.measure("Ginibre null median rope_imag_frac (this shape)", centre_r)
+        judge.measure(
             "Ginibre 99% band of the median rope_imag_frac (recorded, not judged)",
             [low_r, high_r],
         )
-        claim.absence(
+        judge.absence(
             "population median rope_imag_frac at step 0 (at the Ginibre null median)",
             med_r,
             (med_r, med_r),
@@ -280,11 +280,11 @@ def test_born_at_the_null(evidence, claim: Claim):
             paper=0.5,
         )
         if paper:
-            claim.printed("population median rope_imag_frac at step 0", med_r)
+            judge.printed("population median rope_imag_frac at step 0", med_r)
 
 
 @claim("S9b", evidence=("paper", "toy"), checkpoints=True)
-def test_locks_in_at_formation(evidence, claim: Claim):
+def test_locks_in_at_formation(evidence, judge: Claim):
     """Source (§9): "The prev head's within-model rotary-phase (rope_imag_frac) percentile
     snaps from at-or-below chance (0.03-0.04 at step 512, mid-formation, in both models) to
     the top decile (0.90-0.99) by step 1000: the signature locks in *with* the behavior - at
@@ -318,44 +318,44 @@ def test_locks_in_at_formation(evidence, claim: Claim):
     beside: it depends on n alone, so it cannot guard the verdict."""
     history = evidence.history()
     history_columns(
-        claim, history, ("prev_beh", "rif_pct") if _is_rope(evidence) else ("prev_beh",)
+        judge, history, ("prev_beh", "rif_pct") if _is_rope(evidence) else ("prev_beh",)
     )
-    t0, t1 = _window(history, claim.threshold("strong"))
+    t0, t1 = _window(history, judge.threshold("strong"))
     # not ending: power and the window are recorded after a failed premise
-    _rotary_premise(evidence, claim)
-    _formed_run(claim, history, t1)
+    _rotary_premise(evidence, judge)
+    _formed_run(judge, history, t1)
     n = _n_heads(evidence)
-    top = claim.threshold("signature_pct")
-    claim.measure(
+    top = judge.threshold("signature_pct")
+    judge.measure(
         "chance of the pattern for a random head: pct <= 0.04 at t0, top decile at t1",
         _share_at(n, low=0.04) * _share_at(n, high=top),
         n=n,
     )
-    claim.measure("formation window t0 -> t1", [t0, t1], paper=[512, 1000])
+    judge.measure("formation window t0 -> t1", [t0, t1], paper=[512, 1000])
     if not _is_rope(evidence) or not np.isfinite(t1):
         return
     pct = history["rif_pct"].to_numpy()
     steps = history["step"].to_numpy(dtype=float)
     reached = np.flatnonzero(pct >= top)
     t_sig = float(steps[reached[0]]) if reached.size else float("inf")
-    claim.statement(
+    judge.statement(
         "first step in the top decile, not before formation (>= t1)", t_sig, ">=", t1, paper=1000
     )
-    claim.statement(
+    judge.statement(
         "first step in the top decile, with formation (<= t1)", t_sig, "<=", t1, paper=1000
     )
     at = history.set_index("step")
     beh = [float(at.loc[t0, "prev_beh"]), float(at.loc[t1, "prev_beh"])]
     sig = [float(at.loc[t0, "rif_pct"]), float(at.loc[t1, "rif_pct"])]
-    claim.statement("rif_pct at t0 (at or below chance)", sig[0], "<=", "chance", paper="0.03-0.04")
-    claim.measure("prev behaviour at t0, t1", beh, paper=[0.37, 0.95])
-    claim.measure("rif_pct at t0, t1", sig, paper=["0.03-0.04", "0.90-0.99"])
+    judge.statement("rif_pct at t0 (at or below chance)", sig[0], "<=", "chance", paper="0.03-0.04")
+    judge.measure("prev behaviour at t0, t1", beh, paper=[0.37, 0.95])
+    judge.measure("rif_pct at t0, t1", sig, paper=["0.03-0.04", "0.90-0.99"])
     if evidence.ref.kind != "paper":
         return
-    claim.printed("t0 (mid-formation step)", t0)
-    claim.printed("t1 (formed step)", t1)
-    claim.printed("prev behaviour at t0", beh[0])
-    claim.printed(
+    judge.printed("t0 (mid-formation step)", t0)
+    judge.printed("t1 (formed step)", t1)
+    judge.printed("prev behaviour at t0", beh[0])
+    judge.printed(
         "prev behaviour at t1",
         beh[1],
         note="the sentence's pair covers two models; no reading of Pythia-410m's table "
@@ -365,8 +365,8 @@ def test_locks_in_at_formation(evidence, claim: Claim):
     )
     # a printed range's two ends, as bounds
     for label, value in (("t0", sig[0]), ("t1", sig[1])):
-        claim.printed(f"rif_pct at {label}, low end", value, comparison=">=")
-        claim.printed(f"rif_pct at {label}, high end", value, comparison="<=")
+        judge.printed(f"rif_pct at {label}, low end", value, comparison=">=")
+        judge.printed(f"rif_pct at {label}, high end", value, comparison="<=")
 
 
 #: A reading of S9b's pair the released data cannot compute: the sentence gives one pair of
@@ -375,7 +375,7 @@ PYTHIA_160M = "Pythia-160m's value: the sentence's pair covers both models"
 
 
 @claim("S9c", evidence=("paper", "toy"), checkpoints=True)
-def test_suppression_after_formation(evidence, claim: Claim):
+def test_suppression_after_formation(evidence, judge: Claim):
     """Source (§9): "Act III (4-300B tokens): slow differential sculpting. The population
     median D_head is suppressed well below the null (0.61 -> 0.395 / 0.453) over the next
     100x of training while the previous-token heads retain it, and the absolute rotary-phase
@@ -410,42 +410,42 @@ def test_suppression_after_formation(evidence, claim: Claim):
     ratio of two medians of the whole population, read at the checkpoint grid."""
     history = evidence.history()
     rope_columns = ("rif",) if _is_rope(evidence) else ()
-    history_columns(claim, history, ("prev_beh", "pop_med_D", *rope_columns))
-    t0, t1 = _window(history, claim.threshold("strong"))
-    _formed_run(claim, history, t1)
+    history_columns(judge, history, ("prev_beh", "pop_med_D", *rope_columns))
+    t0, t1 = _window(history, judge.threshold("strong"))
+    _formed_run(judge, history, t1)
     low = _null_band(evidence)["D_head"][0]
     med = history["pop_med_D"].to_numpy()
     steps = history["step"].to_numpy(dtype=float)
     below = np.flatnonzero(med < low)
     t_drop = float(steps[below[0]]) if below.size else float("inf")
-    claim.measure("formation window t0 -> t1", [t0, t1], paper=[512, 1000])
-    claim.statement(
+    judge.measure("formation window t0 -> t1", [t0, t1], paper=[512, 1000])
+    judge.statement(
         "final population median D_head below the null band", float(med[-1]), "<", low, paper=0.395
     )
     fall = float(med[0] - med[-1])
     if np.isfinite(t1) and fall > 0:
         by_t1 = float(med[0] - med[steps <= t1][-1]) / fall
-        claim.absence(
+        judge.absence(
             "share of the suppression done by t1 (none before formation)",
             by_t1,
             (by_t1, by_t1),
             "post_formation",
         )
-    claim.measure("first step below the null band >= t1 (one-checkpoint reading)", t_drop >= t1)
-    claim.measure("first step below the null band >= t0 (one-checkpoint reading)", t_drop >= t0)
+    judge.measure("first step below the null band >= t1 (one-checkpoint reading)", t_drop >= t1)
+    judge.measure("first step below the null band >= t0 (one-checkpoint reading)", t_drop >= t0)
     if evidence.ref.kind == "paper":
         end = steps[steps * PYTHIA_TOKENS_PER_STEP >= WINDOW_END_TOKENS]
         if fall > 0 and end.size:
             in_window = float(med[0] - med[steps <= end[0]][-1]) / fall
-            claim.measure("share of the suppression done by the end of the 1-4B window", in_window)
-        claim.measure(
+            judge.measure("share of the suppression done by the end of the 1-4B window", in_window)
+        judge.measure(
             "first step below the null band after the 1-4B-token window (one-checkpoint reading)",
             t_drop * PYTHIA_TOKENS_PER_STEP >= WINDOW_END_TOKENS,
         )
-        claim.printed("final population median D_head", float(med[-1]))
+        judge.printed("final population median D_head", float(med[-1]))
     if _is_rope(evidence):
         rif = history["rif"].to_numpy()
-        claim.statement(
+        judge.statement(
             "prev head's rope_imag_frac, last minus step 0",
             float(rif[-1] - rif[0]),
             ">",
@@ -453,12 +453,12 @@ def test_suppression_after_formation(evidence, claim: Claim):
             paper="0.500 -> 0.578",
         )
         if evidence.ref.kind == "paper":
-            claim.printed("prev head's rope_imag_frac at step 0", rif[0])
-            claim.printed("prev head's rope_imag_frac at the last checkpoint", rif[-1])
+            judge.printed("prev head's rope_imag_frac at step 0", rif[0])
+            judge.printed("prev head's rope_imag_frac at the last checkpoint", rif[-1])
 
 
 @claim("S9d", evidence=("paper", "toy"), checkpoints=True)
-def test_no_spectral_precursor(evidence, claim: Claim):
+def test_no_spectral_precursor(evidence, judge: Claim):
     """Source (§9): "Q3 (predictive signature): **no** - before formation the eventual prev
     head is not reliably identifiable from its spectrum (its percentile even sits low
     mid-formation); we report this pre-registered negative plainly." The plan's question:
@@ -490,26 +490,26 @@ def test_no_spectral_precursor(evidence, claim: Claim):
     1/384, exceeds 0.0025."""
     history = evidence.history()
     rope_columns = ("rif_pct",) if _is_rope(evidence) else ()
-    history_columns(claim, history, ("prev_beh", "D_pct", *rope_columns))
-    t0, t1 = _window(history, claim.threshold("strong"))
+    history_columns(judge, history, ("prev_beh", "D_pct", *rope_columns))
+    t0, t1 = _window(history, judge.threshold("strong"))
     # not ending: the measurements are recorded after a failed premise
-    _rotary_premise(evidence, claim)
-    _formed_run(claim, history, t1)
+    _rotary_premise(evidence, judge)
+    _formed_run(judge, history, t1)
     before = history[history["step"] < t0]
-    claim.premise("checkpoints before the formation window", len(before), ">", 0, end=False)
-    chance = claim.threshold("chance")
-    top = claim.threshold("signature_pct")
+    judge.premise("checkpoints before the formation window", len(before), ">", 0, end=False)
+    chance = judge.threshold("chance")
+    top = judge.threshold("signature_pct")
     if len(before):
         d_pct = before["D_pct"].to_numpy(dtype=float)
-        claim.measure("D_pct before t0 (recorded, not §9's signature)", d_pct.tolist())
-        claim.measure(
+        judge.measure("D_pct before t0 (recorded, not §9's signature)", d_pct.tolist())
+        judge.measure(
             "max D_pct before t0 in the top decile (recorded, not judged)",
             bool(d_pct.max() >= top),
         )
-        claim.measure(
+        judge.measure(
             "max D_pct before t0 stands out uncorrected (>= 0.95)", bool(d_pct.max() >= 0.95)
         )
-        claim.note(
+        judge.note(
             "Reading: the precursor is judged on §9's signature, the rope_imag_frac percentile "
             f"(tex:460); the D_head percentile is recorded beside: {d_pct[0]:.3f} at step 0, "
             f"when every head sits at the null, and at most {d_pct.max():.3f} before t0 - an "
@@ -519,20 +519,20 @@ def test_no_spectral_precursor(evidence, claim: Claim):
         return
     rif_pct = before["rif_pct"].to_numpy(dtype=float)
     worst = float(rif_pct.max())
-    claim.absence(
+    judge.absence(
         "largest rif_pct before t0 (below the signature's top decile)",
         worst,
         (worst, worst),
         "below_signature",
         n=len(before),
     )
-    claim.measure("rif_pct before t0", rif_pct.tolist())
-    claim.measure("max rif_pct before t0 stands out uncorrected (>= 0.95)", bool(worst >= 0.95))
-    claim.measure(
+    judge.measure("rif_pct before t0", rif_pct.tolist())
+    judge.measure("max rif_pct before t0 stands out uncorrected (>= 0.95)", bool(worst >= 0.95))
+    judge.measure(
         "max rif_pct before t0 at or below chance (plan's wording)", bool(worst <= chance)
     )
     if np.isfinite(t0):
         at_t0 = float(history.set_index("step").loc[t0, "rif_pct"])
-        claim.statement(
+        judge.statement(
             "rif_pct at t0 (sits low mid-formation)", at_t0, "<=", chance, paper="0.03-0.04"
         )

@@ -57,7 +57,7 @@ def _column_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"^{re.escape(name)}(?:_\d+)?$")
 
 
-def _columns(evidence, claim, wanted: tuple[str, ...]) -> pd.DataFrame:
+def _columns(evidence, judge, wanted: tuple[str, ...]) -> pd.DataFrame:
     """The checkpoint columns ``wanted`` by step (module docstring), bare-named; ``kcomp``
     columns keep their names. Ends the test as not-applicable when any is missing."""
     data, model = evidence.data, evidence.ref.model
@@ -81,13 +81,13 @@ def _columns(evidence, claim, wanted: tuple[str, ...]) -> pd.DataFrame:
         for table, column in hits:
             series[column if name == KCOMP else name] = table[column]
             read.append(column)
-    claim.premise(
+    judge.premise(
         f"checkpoint columns present (missing: {', '.join(missing) or 'none'})",
         not missing,
         "==",
         True,
     )
-    claim.measure("released columns read", read)
+    judge.measure("released columns read", read)
     frame = pd.concat(series, axis=1, join="inner").sort_index()
     frame.index.name = "step"
     return frame.reset_index()
@@ -110,9 +110,9 @@ def _optional_column(evidence, name: str) -> pd.Series | None:
     return None
 
 
-def _pythia_tokens(evidence, claim) -> None:
+def _pythia_tokens(evidence, judge) -> None:
     """Premise: the token axis is Pythia's (the acts are printed in tokens)."""
-    claim.premise(
+    judge.premise(
         "tokens per step known (Pythia: 1024 x 2048)",
         evidence.ref.model.startswith("pythia"),
         "==",
@@ -124,18 +124,18 @@ def _billions(steps: np.ndarray) -> np.ndarray:
     return np.asarray(steps, dtype=float) * PYTHIA_TOKENS_PER_STEP / 1e9
 
 
-def _formation(frame: pd.DataFrame, claim) -> tuple[float, float]:
+def _formation(frame: pd.DataFrame, judge) -> tuple[float, float]:
     """``(t0, t1)`` (module docstring); premise: the prev head forms, after step 0."""
-    strong = claim.threshold("strong")
+    strong = judge.threshold("strong")
     beh = frame["prev_beh"].to_numpy(dtype=float)
     steps = frame["step"].to_numpy(dtype=float)
     formed = np.flatnonzero(beh > strong)
-    with claim.premises():
-        claim.premise("checkpoints with prev-head behaviour > 0.5", formed.size, ">", 0)
-        claim.premise("prev-head behaviour at the first checkpoint", float(beh[0]), "<=", strong)
+    with judge.premises():
+        judge.premise("checkpoints with prev-head behaviour > 0.5", formed.size, ">", 0)
+        judge.premise("prev-head behaviour at the first checkpoint", float(beh[0]), "<=", strong)
     i = int(formed[0])
     t0, t1 = float(steps[max(i - 1, 0)]), float(steps[i])
-    claim.measure("formation window t0 -> t1", [t0, t1], paper=[512, 1000])
+    judge.measure("formation window t0 -> t1", [t0, t1], paper=[512, 1000])
     return t0, t1
 
 
@@ -161,7 +161,7 @@ def _single_head_band(d: int, k: int, centred: bool) -> tuple[float, float, floa
 
 
 @claim("S9e", evidence=("paper",), checkpoints=True)
-def test_circuit_follows_within_the_window(evidence, claim: Claim):
+def test_circuit_follows_within_the_window(evidence, judge: Claim):
     """Source (§9, Act II): "Previous-token behavior jumps first (0.37 at step 512 -> 0.95 at
     step 1000 ...), with induction behavior, the ICL proxy, and the K-composition wiring
     following within the same window." Act II is "1-4B tokens"; the figure caption calls it
@@ -184,22 +184,22 @@ def test_circuit_follows_within_the_window(evidence, claim: Claim):
     token axis; a formed run (prev behaviour > 0.5 at some checkpoint, not at the first).
 
     Power: timing at the checkpoint grid's resolution (half-doublings); no test."""
-    frame = _columns(evidence, claim, ("prev_beh", "ind_beh", "icl_score", KCOMP))
-    _pythia_tokens(evidence, claim)
-    t0, t1 = _formation(frame, claim)
+    frame = _columns(evidence, judge, ("prev_beh", "ind_beh", "icl_score", KCOMP))
+    _pythia_tokens(evidence, judge)
+    t0, t1 = _formation(frame, judge)
     steps = frame["step"].to_numpy(dtype=float)
-    window = str(claim.threshold("window_end"))
+    window = str(judge.threshold("window_end"))
     inside = [reproduces(b, "<=", window) for b in _billions(steps)]
     end = float(steps[np.flatnonzero(inside)[-1]]) if any(inside) else float("nan")
-    claim.measure("Act II's last checkpoint (tokens print as <= 4B)", end)
-    half = claim.threshold("half_rise")
+    judge.measure("Act II's last checkpoint (tokens print as <= 4B)", end)
+    half = judge.threshold("half_rise")
     ind = frame["ind_beh"].to_numpy(dtype=float)
-    formed = np.flatnonzero(ind > claim.threshold("strong"))
+    formed = np.flatnonzero(ind > judge.threshold("strong"))
     when = {"induction behaviour > 0.5": float(steps[formed[0]]) if formed.size else np.inf}
     for column in ["icl_score"] + [c for c in frame.columns if _KCOMP_COLUMN.match(c)]:
         values = frame[column].to_numpy(dtype=float)
         when[f"{column} half-rise"] = _half_rise_step(steps, values, half)
-        claim.measure(
+        judge.measure(
             f"{column} at step 0, t0, t1, last",
             [
                 float(values[0]),
@@ -207,16 +207,16 @@ def test_circuit_follows_within_the_window(evidence, claim: Claim):
                 float(values[-1]),
             ],
         )
-    claim.measure(
+    judge.measure(
         "ind_beh at step 0, t0, t1, last",
         [float(ind[0]), float(ind[steps == t0][0]), float(ind[steps == t1][0]), float(ind[-1])],
     )
     for label, step in when.items():
-        claim.statement(f"{label}: step in [t1, end of Act II]", step, "in", (t1, end))
+        judge.statement(f"{label}: step in [t1, end of Act II]", step, "in", (t1, end))
 
 
 @claim("S9f", evidence=("paper",), checkpoints=True)
-def test_d_head_signature_locks_in_with_formation(evidence, claim: Claim):
+def test_d_head_signature_locks_in_with_formation(evidence, judge: Claim):
     """Source (contribution list, the checkpoint natural history): "all heads are born at the
     Ginibre null; the rotational signature locks in *with* circuit formation (not before it)".
     The sentence points to §9 ("A checkpoint natural history (§9)"), which defines the
@@ -243,29 +243,29 @@ def test_d_head_signature_locks_in_with_formation(evidence, claim: Claim):
 
     Power: timing statements at the checkpoint grid's resolution; no test (the chance level is
     recorded)."""
-    frame = _columns(evidence, claim, ("prev_beh", "rif_pct"))
-    t0, t1 = _formation(frame, claim)
+    frame = _columns(evidence, judge, ("prev_beh", "rif_pct"))
+    t0, t1 = _formation(frame, judge)
     steps = frame["step"].to_numpy(dtype=float)
     pct = frame["rif_pct"].to_numpy(dtype=float)
-    top = claim.threshold("signature_pct")
+    top = judge.threshold("signature_pct")
     reached = np.flatnonzero(pct >= top)
     t_sig = float(steps[reached[0]]) if reached.size else float("inf")
-    claim.statement("first step in the top decile, not before formation (>= t1)", t_sig, ">=", t1)
-    claim.statement("first step in the top decile, with formation (<= t1)", t_sig, "<=", t1)
+    judge.statement("first step in the top decile, not before formation (>= t1)", t_sig, ">=", t1)
+    judge.statement("first step in the top decile, with formation (<= t1)", t_sig, "<=", t1)
     at_t0, at_t1 = float(pct[steps == t0][0]), float(pct[steps == t1][0])
-    claim.measure("rif_pct at t0, t1", [at_t0, at_t1])
-    claim.measure("rif_pct at step 0 and at the last checkpoint", [float(pct[0]), float(pct[-1])])
+    judge.measure("rif_pct at t0, t1", [at_t0, at_t1])
+    judge.measure("rif_pct at step 0 and at the last checkpoint", [float(pct[0]), float(pct[-1])])
     d_pct = _optional_column(evidence, "D_pct")
     if d_pct is not None:
         d = d_pct.reindex(steps).to_numpy(dtype=float)
         d_reached = np.flatnonzero(d >= top)
         d_first = float(steps[d_reached[0]]) if d_reached.size else float("inf")
-        claim.measure(
+        judge.measure(
             "D_pct at step 0, t0, t1, last (recorded, not judged)",
             [float(d[0]), float(d[steps == t0][0]), float(d[steps == t1][0]), float(d[-1])],
         )
-        claim.measure("D_pct: first top-decile step (recorded, not judged)", d_first)
-        claim.note(
+        judge.measure("D_pct: first top-decile step (recorded, not judged)", d_first)
+        judge.note(
             "Reading: the signature is §9's rope_imag_frac percentile (tex:460); the D_head "
             f"percentile is recorded beside: {d[0]:.3f} at step 0 (every head at the null), "
             f"first top-decile step {d_first:g} against t1 = {t1:g} - an initialisation rank, "
@@ -275,11 +275,11 @@ def test_d_head_signature_locks_in_with_formation(evidence, claim: Claim):
     if shape is not None:
         n = int(shape["n_heads"])
         share = float(np.mean(np.arange(1, n + 1) / n >= top - 1e-12))
-        claim.measure("chance a random head is in the top decile at one checkpoint", share, n=n)
+        judge.measure("chance a random head is in the top decile at one checkpoint", share, n=n)
 
 
 @claim("S9g", evidence=("paper",), checkpoints=True)
-def test_prev_head_retains_null_d_head(evidence, claim: Claim):
+def test_prev_head_retains_null_d_head(evidence, judge: Claim):
     """Source (§9, Act III): "Act III (4-300B tokens): slow differential sculpting. The
     population median D_head is suppressed well below the null (0.61 -> 0.395 / 0.453) over
     the next 100x of training while the previous-token heads retain it"; §6's static picture:
@@ -307,49 +307,49 @@ def test_prev_head_retains_null_d_head(evidence, claim: Claim):
     shape for the null; at least one Act III checkpoint; a formed run.
 
     Power: the band carries the null's spread for one head (500 Ginibre heads)."""
-    frame = _columns(evidence, claim, ("prev_beh", "D", "pop_med_D"))
-    _pythia_tokens(evidence, claim)
+    frame = _columns(evidence, judge, ("prev_beh", "D", "pop_med_D"))
+    _pythia_tokens(evidence, judge)
     shape = PAPER_SHAPES.get(evidence.ref.model)
-    claim.premise("model shape known for the Ginibre null", shape is not None, "==", True)
+    judge.premise("model shape known for the Ginibre null", shape is not None, "==", True)
     shape = cast(dict, shape)  # the premise above ended the test without one
-    _, t1 = _formation(frame, claim)
+    _, t1 = _formation(frame, judge)
     steps = frame["step"].to_numpy(dtype=float)
-    start = str(claim.threshold("act3_start"))
+    start = str(judge.threshold("act3_start"))
     act3 = np.array([reproduces(b, ">=", start) for b in _billions(steps)])
-    claim.premise("Act III checkpoints (tokens print as >= 4B)", int(act3.sum()), ">", 0)
+    judge.premise("Act III checkpoints (tokens print as >= 4B)", int(act3.sum()), ">", 0)
     low, centre, high = _single_head_band(int(shape["d"]), int(shape["k"]), bool(shape["centred"]))
-    claim.measure("single-head Ginibre D_head band (99%) and median", [low, high, centre])
+    judge.measure("single-head Ginibre D_head band (99%) and median", [low, high, centre])
     d = frame["D"].to_numpy(dtype=float)
-    claim.statement(
+    judge.statement(
         "smallest prev-head D_head over Act III (not below the null)",
         float(d[act3].min()),
         ">=",
         low,
     )
-    claim.measure("Act III steps", [float(s) for s in steps[act3]])
-    claim.measure("prev-head D_head over Act III", [float(v) for v in d[act3]])
-    claim.measure(
+    judge.measure("Act III steps", [float(s) for s in steps[act3]])
+    judge.measure("prev-head D_head over Act III", [float(v) for v in d[act3]])
+    judge.measure(
         "inside the band at every Act III checkpoint (stricter reading)",
         bool(np.all((d[act3] >= low) & (d[act3] <= high))),
     )
-    claim.measure(
+    judge.measure(
         "Act III checkpoints above the band's upper edge",
         [float(s) for s in steps[act3 & (d > high)]],
     )
     since_t1 = steps >= t1
-    claim.measure("smallest prev-head D_head from t1 on (other span)", float(d[since_t1].min()))
-    claim.measure(
+    judge.measure("smallest prev-head D_head from t1 on (other span)", float(d[since_t1].min()))
+    judge.measure(
         "checkpoints from t1 on below the band (other span)",
         [float(s) for s in steps[since_t1 & (d < low)]],
     )
     pop = frame["pop_med_D"].to_numpy(dtype=float)
-    claim.measure(
+    judge.measure(
         "prev-head D_head minus population median, last checkpoint", float(d[-1] - pop[-1])
     )
 
 
 @claim("S9h", evidence=("paper",), checkpoints=True)
-def test_absolute_consolidation_lags(evidence, claim: Claim):
+def test_absolute_consolidation_lags(evidence, judge: Claim):
     """Source (§9, pre-registered answers): "Q1 (lead/lag): the percentile signature is
     *simultaneous* with formation; the absolute consolidation *lags*." The consolidation is
     Act III's "the absolute rotary-phase content of the prev head consolidates slowly
@@ -369,32 +369,32 @@ def test_absolute_consolidation_lags(evidence, claim: Claim):
     (rif at the last checkpoint above step 0's; that it rises at all is S9c's statement).
 
     Power: timing at the checkpoint grid's resolution; no test."""
-    frame = _columns(evidence, claim, ("prev_beh", "rif"))
-    _, t1 = _formation(frame, claim)
+    frame = _columns(evidence, judge, ("prev_beh", "rif"))
+    _, t1 = _formation(frame, judge)
     steps = frame["step"].to_numpy(dtype=float)
     rif = frame["rif"].to_numpy(dtype=float)
-    claim.premise(
+    judge.premise(
         "prev-head rope_imag_frac rises (last minus step 0)", float(rif[-1] - rif[0]), ">", 0.0
     )
-    t_half = _half_rise_step(steps, rif, claim.threshold("half_rise"))
-    claim.statement("half-rise step of the prev head's rope_imag_frac, after t1", t_half, ">", t1)
-    claim.measure("share of the rise done by t1", _share_done_by(steps, rif, t1))
-    claim.measure(
+    t_half = _half_rise_step(steps, rif, judge.threshold("half_rise"))
+    judge.statement("half-rise step of the prev head's rope_imag_frac, after t1", t_half, ">", t1)
+    judge.measure("share of the rise done by t1", _share_done_by(steps, rif, t1))
+    judge.measure(
         "rif at step 0, t1, last", [float(rif[0]), float(rif[steps == t1][0]), float(rif[-1])]
     )
     if evidence.ref.model.startswith("pythia"):
-        window = str(claim.threshold("window_end"))
+        window = str(judge.threshold("window_end"))
         inside = [reproduces(b, "<=", window) for b in _billions(steps)]
         if any(inside):
             end = float(steps[np.flatnonzero(inside)[-1]])
-            claim.measure(
+            judge.measure(
                 "share of the rise done by the end of Act II", _share_done_by(steps, rif, end)
             )
-        claim.measure("half-rise in billions of tokens", float(_billions(np.array([t_half]))[0]))
+        judge.measure("half-rise in billions of tokens", float(_billions(np.array([t_half]))[0]))
 
 
 @claim("S9i", evidence=("paper",), checkpoints=True)
-def test_k_composition_at_baseline(evidence, claim: Claim):
+def test_k_composition_at_baseline(evidence, judge: Claim):
     """Source (§9, Act I): "Act I (0-0.5B tokens): silence at the null. Every head sits at the
     Ginibre null (behavior 0.01; rope_imag_frac 0.500; population median D_head 0.61;
     K-composition at baseline)".
@@ -417,15 +417,15 @@ def test_k_composition_at_baseline(evidence, claim: Claim):
     step 0.
 
     Power: none needed (an equivalence on deterministic values)."""
-    frame = _columns(evidence, claim, (KCOMP,))
-    _pythia_tokens(evidence, claim)
+    frame = _columns(evidence, judge, (KCOMP,))
+    _pythia_tokens(evidence, judge)
     steps = frame["step"].to_numpy(dtype=float)
-    end = str(claim.threshold("act1_end"))
+    end = str(judge.threshold("act1_end"))
     act1 = np.array([reproduces(b, "<=", end) for b in _billions(steps)])
-    claim.premise(
+    judge.premise(
         "Act I checkpoints after step 0 (tokens print as <= 0.5B)", int(act1[1:].sum()), ">", 0
     )
-    claim.measure("Act I steps", [float(s) for s in steps[act1]])
+    judge.measure("Act I steps", [float(s) for s in steps[act1]])
     for column in frame.columns:
         if not _KCOMP_COLUMN.match(column):
             continue
@@ -433,10 +433,10 @@ def test_k_composition_at_baseline(evidence, claim: Claim):
         drift = float(np.abs(values[act1] - values[0]).max())
         change = abs(float(values[-1] - values[0]))
         share = drift / change if change else (0.0 if drift == 0 else float("inf"))
-        claim.measure(
+        judge.measure(
             f"{column}: largest |drift| over Act I, step-0-to-last change", [drift, change]
         )
-        claim.absence(
+        judge.absence(
             f"{column}: Act I drift / eventual change (at baseline)",
             share,
             (share, share),

@@ -2,7 +2,7 @@
 
 A claim is an entry of the suite's catalogue (``catalogue.toml``: its sentence, thresholds and
 printed numbers) and a test decorated with :func:`claim`, run over every piece of evidence the
-suite's kinds offer; the test judges through the ``claim`` fixture (:class:`Claim`: statement,
+suite's kinds offer; the test judges through the ``judge`` fixture (:class:`Claim`: statement,
 premise, power, absence, printed, consistency), and each row's verdict - supported, refuted,
 inconclusive, undecidable, not-applicable - is reported in claims.md, claims.html, claims.json
 and errata.md, compared with a baseline, and proven by mutation runs to be about its evidence.
@@ -17,7 +17,7 @@ A verdict's walk, from the claim test to claims.json: ``author`` (the check) -> 
 rules) -> ``session`` (rows gathered from workers) -> ``finish`` (populations, drift) ->
 ``reports`` (the files).
 
-- :mod:`~pytest_claims.author`    - ``@claim`` and the ``claim`` fixture: the author's API
+- :mod:`~pytest_claims.author`    - ``@claim`` and the ``judge`` fixture: the author's API
 - :mod:`~pytest_claims.catalogue` - the claims catalogue
 - :mod:`~pytest_claims.kinds`     - what an evidence kind declares (``EvidenceKind``, ``Offer``)
 - :mod:`~pytest_claims.refs`      - ``EvidenceRef``: which evidence a row is about

@@ -3,13 +3,13 @@
 A claim test names its catalogue entry and the evidence that can bear on it, and judges::
 
     @claim("S6a", evidence=("paper", "weights"), schemes=("rope",), columns=("prev", "D_head"))
-    def test_rope_prev_heads_are_rotational(evidence, claim):
+    def test_rope_prev_heads_are_rotational(evidence, judge):
         \"\"\"Statement: median D_head percentile of the top-5 prev heads > 0.5 (side).\"\"\"
         table = evidence.head_table()
-        claim.premise("causal attention", evidence.model().causal, "==", True)
+        judge.premise("causal attention", evidence.model().causal, "==", True)
         value = top_k_percentile(table, "D_head", by="prev", k=5)
-        claim.statement("median D_head percentile", value, ">", "side")
-        claim.printed("median D_head percentile", value)
+        judge.statement("median D_head percentile", value, ">", "side")
+        judge.printed("median D_head percentile", value)
 
 - section, statement and source sentence come from the catalogue (``claims/catalogue.toml``);
 - a threshold given as a name (``"side"``) is the catalogue's, declared once;
@@ -95,7 +95,7 @@ def claim(
 
 
 class Claim:
-    """What a ``@claim`` test judges with (the ``claim`` fixture): one method per check kind,
+    """What a ``@claim`` test judges with (the ``judge`` fixture): one method per check kind,
     thresholds by catalogue name, printed numbers from the catalogue."""
 
     def __init__(self, entry: ClaimEntry, ref: EvidenceRef | None, recorder: ClaimRecorder):
@@ -206,7 +206,7 @@ class Claim:
         ``interval`` as a function of the confidence level, and a "different" is read on the
         Bonferroni-widened interval (:func:`~pytest_claims.stats.equivalence.family`)::
 
-            claim.absence(name, rho, lambda c: spearman_interval(rho, n, c), "null_rho", family=5)
+            judge.absence(name, rho, lambda c: spearman_interval(rho, n, c), "null_rho", family=5)
 
         ``interval`` may instead be the estimate's uncertainty model
         (:mod:`pytest_claims.stats.uncertainty`: ``FisherZ(n, controls)``, ``Normal(se)``), which
@@ -295,9 +295,9 @@ class Claim:
         """Premises judged together: every one inside is recorded, and the test ends on
         leaving the block if any failed (so a row names all the premises it lacks)::
 
-            with claim.premises():
-                claim.premise("causal attention", model.causal, "==", True)
-                claim.premise("strongest prev score", prev, ">=", "strong")
+            with judge.premises():
+                judge.premise("causal attention", model.causal, "==", True)
+                judge.premise("strongest prev score", prev, ">=", "strong")
         """
         __tracebackhide__ = True
         outer, self._deferred = self._deferred, []

@@ -19,7 +19,7 @@ One reserved table, ``[vocabulary]``, holds the bars more than one claim uses (w
     means = "dir_frac <= 0.1, i.e. ||M_A||^2/||M||^2 <= 0.01"
     source = "qk_spectral.tex:494"
 
-A claim reads a term by name like its own thresholds (``claim.threshold("symmetric")``); a
+A claim reads a term by name like its own thresholds (``judge.threshold("symmetric")``); a
 claim that declares a threshold of the same name is an error, so two claims cannot disagree
 on what a shared word means.
 

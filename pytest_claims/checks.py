@@ -1,6 +1,6 @@
 """Checks, and the verdict a row's checks imply.
 
-A claim test judges through checks (``claim.statement`` / ``premise`` / ``power`` /
+A claim test judges through checks (``judge.statement`` / ``premise`` / ``power`` /
 ``consistency`` / ``printed``, or the recorder's ``check``), each of one kind:
 
 - ``statement``   - the claim's scientific statement; thresholds fixed in the docstring;
@@ -468,7 +468,7 @@ def verdict_of(checks: list[Check]) -> tuple[Verdict, str]:
     weak = [c for c in checks if c.kind == "power" and c.outcome != "pass"]
     statements = [c for c in checks if c.kind == "statement"]
     if not statements:
-        return "error", "claim test made no statement check (claim.statement(...))"
+        return "error", "claim test made no statement check (judge.statement(...))"
     failed = [c for c in statements if c.outcome == "fail"]
     uncertain = [c for c in statements if c.outcome == "uncertain"]
     implied: Verdict = "refuted" if failed else "inconclusive" if uncertain else "supported"

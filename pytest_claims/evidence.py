@@ -3,7 +3,7 @@
 A claim test declares what can bear on it and receives one piece per parameter::
 
     @claim("X1", evidence=("csv",), columns=("score",))
-    def test_x(evidence, claim): ...                      # test_x[csv:table-a], ...
+    def test_x(evidence, judge): ...                      # test_x[csv:table-a], ...
 
     @pytest.mark.claims_evidence("csv", models=("a",))    # the same, as a bare marker
     @pytest.mark.claims_evidence_set("csv")               # one parameter: every piece of a kind

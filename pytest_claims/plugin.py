@@ -2,13 +2,13 @@
 
 Installed, this module is a pytest plugin in every session (the ``pytest11`` entry point); it
 changes nothing in a session that collects no claim test: its flags are ``--claims-*``, its
-markers ``claims_*``, its one public fixture is ``claim``, and it reads a catalogue only where
+markers ``claims_*``, its one public fixture is ``judge``, and it reads a catalogue only where
 one claims to be a claims catalogue. A claim test is marked with its catalogue ID and the
-evidence it takes, and judges through the ``claim`` fixture::
+evidence it takes, and judges through the ``judge`` fixture::
 
     @claim("X1", evidence=("csv",), columns=("score",))
-    def test_top_score(evidence, claim):
-        claim.statement("top score", evidence.table()["score"].max(), ">", "strong")
+    def test_top_score(evidence, judge):
+        judge.statement("top score", evidence.table()["score"].max(), ">", "strong")
 
 Where the work is: the author's API :mod:`~pytest_claims.author`; evidence flags, markers and
 parameters :mod:`~pytest_claims.evidence`; a phase to a row :mod:`~pytest_claims.session`
@@ -45,8 +45,8 @@ from pytest_claims.reports.terminal import write_summary
 from pytest_claims.session import ClaimsSession, SessionState, record_phase
 
 __all__ = [
-    "claim_fixture",
     "claims_recorder",
+    "judge",
     "pytest_addhooks",
     "pytest_addoption",
     "pytest_collection",
@@ -118,21 +118,21 @@ def recorder_of(item: pytest.Item) -> ClaimRecorder | None:
 
 @pytest.fixture
 def claims_recorder(request: pytest.FixtureRequest) -> ClaimRecorder:
-    """The recorder under a claim test's checks (the ``claim`` fixture records into it; a test
+    """The recorder under a claim test's checks (the ``judge`` fixture records into it; a test
     of the framework itself may record into it directly)."""
     recorder = ClaimRecorder()
     request.node.stash[_records_key] = recorder
     return recorder
 
 
-@pytest.fixture(name="claim")
-def claim_fixture(request: pytest.FixtureRequest, claims_recorder: ClaimRecorder) -> Claim:
+@pytest.fixture
+def judge(request: pytest.FixtureRequest, claims_recorder: ClaimRecorder) -> Claim:
     """What a ``@claim`` test judges with (:class:`~pytest_claims.author.Claim`)."""
     marker = request.node.get_closest_marker(CLAIM_MARK)
     entry = marker.kwargs.get("entry") if marker is not None else None
     if entry is None:
         raise pytest.UsageError(
-            f"{request.node.nodeid}: the claim fixture serves tests decorated with "
+            f"{request.node.nodeid}: the judge fixture serves tests decorated with "
             "@claim(ID, evidence=...) from pytest_claims (their catalogue entry)"
         )
     return Claim(entry, evidence_ref(request.node), claims_recorder)

@@ -157,7 +157,7 @@ def _call_verdict(
         if report.failed:
             reason = (
                 "a bare assert failed in a claim test that judges through checks: "
-                f"{_short_error(call)}; make it a check (claim.statement(...), claim.premise(...))"
+                f"{_short_error(call)}; make it a check (judge.statement(...), judge.premise(...))"
             )
             return "error", reason
         verdict, reason = verdict_of(recorder.checks)
@@ -167,7 +167,7 @@ def _call_verdict(
         return verdict, reason
     reason = (
         "claim test judged nothing: a claim test judges through checks - "
-        "claim.statement(name, value, comparison, threshold) and the other claim.<kind> "
+        "judge.statement(name, value, comparison, threshold) and the other judge.<kind> "
         "methods - never a bare assert"
     )
     if report.failed:

@@ -36,8 +36,8 @@ from pytest_claims import claim
 
 
 @claim("X1", evidence=("paper",), columns=("prev",))
-def test_interrupted(evidence, claim):
-    claim.statement("prev", 1.0, ">", 0.5)
+def test_interrupted(evidence, judge):
+    judge.statement("prev", 1.0, ">", 0.5)
     if evidence.ref.model == "opt-1.3b":
         # a process started by an xdist worker inherits SIGINT ignored; a terminal's pytest
         # has Python's handler, which is what Ctrl-C meets
@@ -190,7 +190,7 @@ from pytest_claims import claim
 
 
 @claim("X1", evidence=("paper",), models=("gpt2",))
-def test_hostile(evidence, claim):
+def test_hostile(evidence, judge):
     raise QKError("cannot open /tmp/x`y<script>alert(1)</script>.gguf: architecture "
                   "<svg onload=alert(2)> | model_type <iframe src=x>")
 """
@@ -328,7 +328,7 @@ from pytest_claims import claim
 
 
 @claim("X1", evidence=("paper",), models=("gpt2",))
-def test_x(evidence, claim):
+def test_x(evidence, judge):
     """A long docstring that must not be printed.
     line 2
     line 3"""

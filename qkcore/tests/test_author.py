@@ -33,14 +33,14 @@ from qkcore.stats.population import top_k_percentile
 
 
 @claim("X1", evidence=("paper",), columns=("prev", "D_head"))
-def test_prev_head_is_content_like(evidence, claim):
+def test_prev_head_is_content_like(evidence, judge):
     """The strongest prev head (prev >= 0.5, strong) sits below its model's median D_head
     percentile (< 0.5, side)."""
     table = evidence.head_table()
-    claim.premise("strongest prev score", table["prev"].max(), ">=", "strong")
+    judge.premise("strongest prev score", table["prev"].max(), ">=", "strong")
     value = top_k_percentile(table, "D_head", by="prev", k=1)
-    claim.statement("D_head percentile of the top prev head", value, "<", "side")
-    claim.printed("D_head percentile of the top prev head", value)
+    judge.statement("D_head percentile of the top prev head", value, "<", "side")
+    judge.printed("D_head percentile of the top prev head", value)
 '''
 
 
@@ -110,16 +110,16 @@ def test_a_suite_without_conftest_gets_evidence_through_the_entry_point(pytester
 
 
 def test_a_premise_that_does_not_end_the_test_records_what_follows(pytester, tables):
-    """``claim.premise(..., end=False)``: the failed premise makes the row not-applicable,
+    """``judge.premise(..., end=False)``: the failed premise makes the row not-applicable,
     the checks after it are still recorded, and it returns whether it held; a text threshold
     (``text=True``) is compared as text, not looked up in the catalogue."""
     pytester.makefile(".toml", catalogue=CATALOGUE)
     going_on = CLAIM.replace(
-        'claim.premise("strongest prev score", table["prev"].max(), ">=", "strong")',
-        'held = claim.premise("strongest prev score", table["prev"].max(), ">=", "strong", '
+        'judge.premise("strongest prev score", table["prev"].max(), ">=", "strong")',
+        'held = judge.premise("strongest prev score", table["prev"].max(), ">=", "strong", '
         "end=False)\n"
-        '    claim.premise("scheme", evidence.ref.scheme, "==", "ape", text=True, end=False)\n'
-        '    claim.note(f"held {held}")',
+        '    judge.premise("scheme", evidence.ref.scheme, "==", "ape", text=True, end=False)\n'
+        '    judge.note(f"held {held}")',
     )
     pytester.makepyfile(test_x1=going_on)
     _, rows = run_suite(pytester, tables)
@@ -134,18 +134,18 @@ def test_a_premise_that_does_not_end_the_test_records_what_follows(pytester, tab
 
 
 def test_a_claim_reads_printed_texts_from_the_catalogue_only(pytester, tables):
-    """``claim.printed_text`` gives the catalogue's text for this evidence's model (None where
+    """``judge.printed_text`` gives the catalogue's text for this evidence's model (None where
     nothing is printed; ``required=True`` makes a missing print the test's bug, named with the
-    fix); ``claim.printed(..., paper=)`` shows a derived paper value beside the printed bound."""
+    fix); ``judge.printed(..., paper=)`` shows a derived paper value beside the printed bound."""
     pytester.makefile(".toml", catalogue=CATALOGUE)
     reading = CLAIM.replace(
-        '    claim.printed("D_head percentile of the top prev head", value)',
-        '    text = claim.printed_text("D_head percentile of the top prev head")\n'
-        '    claim.note(f"printed {text}")\n'
-        '    claim.printed("D_head percentile of the top prev head", value, comparison="<=",\n'
+        '    judge.printed("D_head percentile of the top prev head", value)',
+        '    text = judge.printed_text("D_head percentile of the top prev head")\n'
+        '    judge.note(f"printed {text}")\n'
+        '    judge.printed("D_head percentile of the top prev head", value, comparison="<=",\n'
         '                  paper="1/3 of the heads")\n'
         '    if evidence.ref.model == "gpt2":\n'
-        '        claim.printed_text("D_head percentile of the top prev head", "bloom",\n'
+        '        judge.printed_text("D_head percentile of the top prev head", "bloom",\n'
         "                           required=True)",
     ).replace('"strong")', '"strong", end=False)')
     pytester.makepyfile(test_x1=reading)
@@ -237,8 +237,8 @@ from pytest_claims import claim
 
 
 @claim("X1", evidence=("const",))
-def test_small(evidence, claim):
-    claim.statement("value", evidence.value, "<", "side")
+def test_small(evidence, judge):
+    judge.statement("value", evidence.value, "<", "side")
 """
 
 

@@ -69,11 +69,11 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 
 
 @claim("X1", evidence=("const",))
-def test_small(evidence, claim):
+def test_small(evidence, judge):
     env = [v for v in THREAD_VARIABLES if v in os.environ]
     seen = {"torch": torch.get_num_threads(), "env": env}
     (Path(os.environ["SEEN_DIR"]) / f"{evidence.ref.model}.json").write_text(json.dumps(seen))
-    claim.statement("value", evidence.value, "<", "side")
+    judge.statement("value", evidence.value, "<", "side")
 """
 
 

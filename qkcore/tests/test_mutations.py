@@ -184,14 +184,14 @@ from qkcore.stats.population import top_k_percentile
 
 
 @claim("X1", evidence=("paper",), columns=("prev", "D_head"))
-def test_live(evidence, claim):
+def test_live(evidence, judge):
     value = top_k_percentile(evidence.head_table(), "D_head", by="prev", k=1)
-    claim.statement("D_head percentile of the top prev head", value, "<", "side")
+    judge.statement("D_head percentile of the top prev head", value, "<", "side")
 
 
 @claim("X2", evidence=("paper",), models=("gpt2",))
-def test_dead(evidence, claim):
-    claim.statement("one is one", 1, "==", 1)
+def test_dead(evidence, judge):
+    judge.statement("one is one", 1, "==", 1)
 """
 
 # a claim whose test reads a column by its place: its verdict depends on the file's layout
@@ -200,9 +200,9 @@ from pytest_claims import claim
 
 
 @claim("X1", evidence=("paper",), columns=("prev", "D_head"))
-def test_fifth_column(evidence, claim):
+def test_fifth_column(evidence, judge):
     first = float(evidence.head_table().iloc[0, 4])  # prev, in the file as released
-    claim.statement("first value of the table's fifth column", first, ">", "side")
+    judge.statement("first value of the table's fifth column", first, ">", "side")
 """
 
 

@@ -772,17 +772,16 @@ def test_a_power_check_must_name_its_effect():
 
 
 def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogues():
-    from pytest_claims.checks import judge
     from pytest_claims.refs import EvidenceRef
     from pytest_claims.reports.errata import render_errata
     from pytest_claims.reports.findings import errata
     from pytest_claims.row import ClaimResult
 
-    def row(claim, section, ref, value, printed):
+    def row(judge, section, ref, value, printed):
         check = judge("median", value, "==", printed, kind="number")
         return ClaimResult(
             nodeid=f"claims/t.py::t[{ref.evidence_id}]",
-            claim=claim,
+            claim=judge,
             evidence=ref.evidence_id,
             ref=ref,
             section=section,

@@ -71,15 +71,15 @@ def ran(name):
 
 
 @claim("X1", evidence=("slow",))
-def test_built(evidence, claim):
+def test_built(evidence, judge):
     ran(evidence.ref.evidence_id.replace(":", "_"))
-    claim.statement("side", 0.0 if evidence.built() else 1.0, "<", "side")
+    judge.statement("side", 0.0 if evidence.built() else 1.0, "<", "side")
 
 
 @claim("X1", evidence=("paper",))
-def test_paper(evidence, claim):
+def test_paper(evidence, judge):
     ran(evidence.ref.evidence_id.replace(":", "_"))
-    claim.statement("side", 0.25, "<", "side")
+    judge.statement("side", 0.25, "<", "side")
 """
 
 
