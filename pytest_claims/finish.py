@@ -17,7 +17,13 @@ from pytest_claims.compare import write_comparison
 from pytest_claims.drift import Drift, compare_with_baseline, fails_the_run, judged_rows
 from pytest_claims.evidence import kinds_of
 from pytest_claims.populations import add_populations
-from pytest_claims.reports import ReportSetup, publish_latest, run_report_dir, write_reports
+from pytest_claims.reports import (
+    ReportSetup,
+    mark_run,
+    publish_latest,
+    run_report_dir,
+    write_reports,
+)
 from pytest_claims.reports.mutations import (
     MutationSummary,
     summarize_mutations,
@@ -34,7 +40,8 @@ class Finished:
     """What the session wrote and found, for the terminal summary."""
 
     paths: list[Path] = field(default_factory=list)
-    latest: Path | None = None
+    #: reports/latest when it was replaced; why not, when it was someone else's; None otherwise
+    latest: Path | str | None = None
     drift: Drift = field(default_factory=Drift)
     baseline_changes: BaselineChanges | None = None
     #: why the run ended before every selected test ran ("" when it ran them all)
@@ -72,6 +79,8 @@ def finish_session(session: pytest.Session, state: SessionState, exitstatus: int
     report_dir = run_report_dir(config, state)
     results = list(state.results.values())
     paths = write_reports(results, report_dir, state_summary, setup)
+    if state.report_dir is None:  # reports/runs/<stamp>: a folder the plugin made
+        mark_run(report_dir)
     other = config.getoption("--claims-compare", None)
     if other:
         paths.append(write_comparison(Path(other), paths[0], report_dir / "comparison.md"))

@@ -52,9 +52,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KEEP_RUNS",
+    "RUN_MARK",
     "SCHEMA",
     "ReportSetup",
     "environment",
+    "mark_run",
     "publish_latest",
     "run_report_dir",
     "write_reports",
@@ -62,6 +64,8 @@ __all__ = [
 
 #: Reports of older runs in reports/runs/ beyond this many are removed.
 KEEP_RUNS = 20
+#: the file that marks a run folder as the plugin's own (:func:`mark_run`)
+RUN_MARK = ".pytest-claims-run"
 
 SCHEMA = CLAIMS_SCHEMA
 
@@ -124,25 +128,38 @@ def run_report_dir(config: Any, state: SessionState) -> Path:
     return state.rootdir / "reports" / "runs" / f"{stamp}-{os.getpid()}"
 
 
-def publish_latest(report_dir: Path, state: SessionState) -> Path:
-    """Point ``reports/latest`` at ``report_dir`` in one atomic step (a symlink replaced by
-    rename), and prune runs beyond :data:`KEEP_RUNS`."""
-    latest = state.rootdir / "reports" / "latest"
-    latest.parent.mkdir(parents=True, exist_ok=True)
-    if latest.is_dir() and not latest.is_symlink():
-        import shutil  # a folder from before runs were kept apart
+def mark_run(report_dir: Path) -> None:
+    """Mark a run folder the plugin made (``reports/runs/<stamp>``): only marked folders are
+    ever pruned."""
+    atomic_write(
+        report_dir / RUN_MARK,
+        f"a report folder made by pytest-claims; pruned after {KEEP_RUNS} newer runs\n",
+    )
 
-        shutil.rmtree(latest)
+
+def publish_latest(report_dir: Path, state: SessionState) -> Path | str:
+    """Point ``reports/latest`` at ``report_dir`` in one atomic step (a symlink replaced by
+    rename), and prune the run folders the plugin made beyond :data:`KEEP_RUNS`; or, where
+    ``reports/latest`` is something other than a link (a folder or file of someone else's),
+    leave it and say why. Nothing the plugin did not make is ever deleted."""
+    latest = state.rootdir / "reports" / "latest"
+    if latest.exists() and not latest.is_symlink():
+        return (
+            f"{latest} is not a link pytest-claims made (a folder or file of yours): left as it "
+            "is; move it away and the next full run links it to its report"
+        )
+    latest.parent.mkdir(parents=True, exist_ok=True)
     tmp = latest.with_name(f".latest.tmp{os.getpid()}")
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(os.path.relpath(report_dir.resolve(), latest.parent.resolve()))
-    tmp.replace(latest)
+    tmp.replace(latest)  # replacing a link deletes nothing but the link
     runs = latest.parent / "runs"
     if runs.is_dir():
         import shutil
 
         keep = report_dir.resolve()
-        for old in sorted(runs.iterdir())[:-KEEP_RUNS]:
+        ours = sorted(d for d in runs.iterdir() if d.is_dir() and (d / RUN_MARK).is_file())
+        for old in ours[:-KEEP_RUNS]:
             if old.resolve() != keep:
                 shutil.rmtree(old, ignore_errors=True)
     return latest

@@ -76,7 +76,7 @@ def write_summary(
     state: Any,
     notes: list[tuple[str, str]],
     paths: list[Path],
-    latest: Path | None,
+    latest: Path | str | None,
     drift: Drift,
     changes: BaselineChanges | None,
     stopped: str = "",
@@ -157,14 +157,16 @@ def _baseline_changes(tr: Any, state: Any, changes: BaselineChanges) -> None:
         tr.write_line(f"  refused {quiet} skipped rows the baseline does not know (not written)")
 
 
-def _where(tr: Any, paths: list[Path], latest: Path | None, stopped: str) -> None:
+def _where(tr: Any, paths: list[Path], latest: Path | str | None, stopped: str) -> None:
     """Where the reports went, and whether reports/latest was replaced."""
     where = paths[0].parent if paths else None
     if where is not None:
         tr.write_line(f"report: {where}/claims.md (and claims.html, claims.json, errata.md)")
     if any(p.name == "comparison.md" for p in paths):
         tr.write_line(f"comparison: {where}/comparison.md")
-    if latest is not None:
+    if isinstance(latest, str):
+        tr.write_line(f"latest: not replaced: {latest}", yellow=True)
+    elif latest is not None:
         tr.write_line(f"latest: {latest}/claims.md")
     elif where is not None and stopped:
         tr.write_line(

@@ -10,6 +10,7 @@ Each check runs in a fresh interpreter: this process has long since imported eve
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -180,3 +181,109 @@ def test_every_flag_of_the_plugins_is_prefixed():
 def test_a_kind_flag_without_the_prefix_is_refused_with_the_name_to_use():
     with pytest.raises(ClaimsError, match=r"must start with '--claims-'.*--claims-const-scale"):
         Option("--const-scale", {"type": float})
+
+
+@pytest.mark.framework_alone
+def test_reports_latest_and_run_folders_that_are_not_the_plugins_are_never_deleted(
+    pytester: pytest.Pytester,
+):
+    """A ``reports/latest`` folder of the suite's own is left as it is (the terminal says why
+    it was not replaced), and pruning old runs removes only run folders the plugin marked as
+    its own - 22 marked runs and a folder of the suite's own in reports/runs: the two oldest
+    marked ones go, nothing else."""
+    pytester.makefile(".toml", catalogue=CATALOGUE)
+    pytester.makeconftest(KIND_PLUGIN)
+    pytester.makepyfile(test_const=KIND_CLAIM)
+    mine = pytester.path / "reports" / "latest"
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("the team's own")
+    runs = pytester.path / "reports" / "runs"
+    for i in range(22):
+        (runs / f"2020{i:02d}").mkdir(parents=True)
+        (runs / f"2020{i:02d}" / ".pytest-claims-run").write_text("")
+    (runs / "0000-the-teams-notes").mkdir()
+    args = ("-p", "no:cacheprovider", "--claims-baseline", "none", "--claims-report-latest")
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=2)
+    assert (mine / "notes.txt").read_text() == "the team's own" and not mine.is_symlink()
+    result.stdout.fnmatch_lines(["*latest: not replaced: *not a link pytest-claims made*"])
+    shutil.rmtree(mine)  # the team moves it away: the next run links latest, and prunes
+    result = pytester.runpytest_subprocess(*args)
+    assert (pytester.path / "reports" / "latest").is_symlink()
+    left = sorted(p.name for p in runs.iterdir())
+    assert "0000-the-teams-notes" in left and "202000" not in left and "202002" not in left
+    assert len([n for n in left if (runs / n / ".pytest-claims-run").exists()]) == 20
+
+
+UNRELATED_PROBE = """
+import json, os, sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _environment_where_the_tests_run(request):  # a worker's, under -n
+    per_run = ("PROBE_OUT", "PYTEST_XDIST_TESTRUNUID")  # differ between any two runs
+    seen = {k: v for k, v in os.environ.items() if k not in per_run}
+    out = request.config.rootpath.parent / ("env-" + os.environ["PROBE_OUT"])
+    out.write_text(json.dumps(seen))
+
+
+def pytest_sessionfinish(session):
+    options = {k: repr(v) for k, v in vars(session.config.option).items()
+               if not k.startswith("claims_")}
+    seen = {"options": options, "markers": session.config.getini("markers")}
+    name = os.environ["PROBE_OUT"]
+    if not hasattr(session.config, "workerinput"):
+        (session.config.rootpath.parent / name).write_text(json.dumps(seen))
+"""
+
+
+@pytest.mark.framework_alone
+def test_an_unrelated_suite_runs_the_same_with_and_without_the_framework(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """A suite with no claim test, under ``-n 1`` and then without xdist: with the framework
+    loaded and with ``-p no:claims``, the same option values (xdist's scheduling included;
+    only the framework's own ``claims_*`` flags are added), the same environment, the same
+    files left behind, and the same markers but the framework's three prefixed ones. A
+    ``catalogue.toml`` of the suite's own (not a claims catalogue) is not read."""
+    suite = pytester.path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(UNRELATED_PROBE)
+    (suite / "catalogue.toml").write_text('[shop]\nitems = ["tea", "cake"]\n')
+    (suite / "test_plain.py").write_text(
+        "import pytest\n\n@pytest.mark.parametrize('i', range(20))\ndef test_sum(i):\n"
+        "    assert i + 1 > i\n"
+    )
+    monkeypatch.chdir(suite)
+    seen = {}
+    for mode, extra in {
+        "with": (),
+        "without": ("-p", "no:claims"),
+        "with-n1": ("-n", "1"),
+        "without-n1": ("-n", "1", "-p", "no:claims"),
+    }.items():
+        monkeypatch.setenv("PROBE_OUT", f"{mode}.json")
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *extra)
+        result.assert_outcomes(passed=20)
+        seen[mode] = json.loads((pytester.path / f"{mode}.json").read_text())
+        seen[mode]["environment"] = json.loads((pytester.path / f"env-{mode}.json").read_text())
+        assert sorted(p.name for p in suite.iterdir() if p.name != "__pycache__") == [
+            "catalogue.toml",
+            "conftest.py",
+            "test_plain.py",
+        ]
+    for loaded, unloaded in (("with", "without"), ("with-n1", "without-n1")):
+        a, b = seen[loaded], seen[unloaded]
+        own = ("plugins", "basetemp")  # the -p list itself, and pytester's folder per run
+        options = {k: v for k, v in a["options"].items() if k not in own}
+        assert options == {k: v for k, v in b["options"].items() if k not in own}
+        assert a["environment"] == b["environment"]
+        added = [m for m in a["markers"] if m not in b["markers"]]
+        assert [m.split("(")[0] for m in added] == [
+            "claims_claim",
+            "claims_evidence",
+            "claims_evidence_set",
+        ]
