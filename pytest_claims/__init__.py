@@ -31,12 +31,46 @@ rules) -> ``session`` (rows gathered from workers) -> ``finish`` (populations, d
   mutations.md, figures and the terminal summary
 """
 
-from pytest_claims.author import Claim, PremiseUnmet, claim
-from pytest_claims.checks import Comparison
-from pytest_claims.errors import ClaimsError, EvidenceUnavailable
-from pytest_claims.evidence import add_kind_options
-from pytest_claims.kinds import EvidenceKind, EvidenceRequest, Offer, Option, Tolerance
-from pytest_claims.refs import EvidenceRef
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_claims.author import Claim, PremiseUnmet, claim
+    from pytest_claims.checks import Comparison
+    from pytest_claims.errors import ClaimsError, EvidenceUnavailable
+    from pytest_claims.evidence import add_kind_options
+    from pytest_claims.kinds import EvidenceKind, EvidenceRequest, Offer, Option, Tolerance
+    from pytest_claims.refs import EvidenceRef
+
+#: public name -> the module that defines it: imported on first use, so loading the plugin
+#: (which imports this package) costs only what the session uses
+_HOMES = {
+    "Claim": "author",
+    "PremiseUnmet": "author",
+    "claim": "author",
+    "Comparison": "checks",
+    "ClaimsError": "errors",
+    "EvidenceUnavailable": "errors",
+    "add_kind_options": "evidence",
+    "EvidenceKind": "kinds",
+    "EvidenceRequest": "kinds",
+    "Offer": "kinds",
+    "Option": "kinds",
+    "Tolerance": "kinds",
+    "EvidenceRef": "refs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'pytest_claims' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"pytest_claims.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Claim",

@@ -59,7 +59,7 @@ rules; a split would put the rule for an outcome apart from the outcome.
 
 Example::
 
-    check = judge("median D_head pct", 0.81, ">=", 0.8, kind="statement")
+    check = judged_check("median D_head pct", 0.81, ">=", 0.8, kind="statement")
     check.outcome, check.margin             # ('pass', 0.01...)
     verdict_of([check])                     # ('supported', '')
 """
@@ -86,7 +86,7 @@ __all__ = [
     "Guards",
     "Outcome",
     "describe",
-    "judge",
+    "judged_check",
     "verdict_of",
 ]
 
@@ -208,7 +208,7 @@ def _margin(value: float, comparison: str, threshold: Any) -> float | None:
     return abs(v - t)
 
 
-def judge(
+def judged_check(
     name: str,
     value: Any,
     comparison: str,
@@ -256,7 +256,7 @@ def judge(
         for reading, other in readings.items():
             if (
                 other is not None
-                and judge(name, other, comparison, threshold, kind=kind).outcome == "pass"
+                and judged_check(name, other, comparison, threshold, kind=kind).outcome == "pass"
             ):
                 reproduced_by = reading
                 break
@@ -342,7 +342,7 @@ def _checked_call(
     if kind == "power" and not effect.strip():
         raise CheckError(
             f"power check {name!r} names no effect: give effect='...' - the effect size it is "
-            "computed against and where it comes from (the claim, or the paper's reported "
+            "computed against and where it comes from (the claim, or the source's reported "
             "effect), or the exact pattern whose p it is"
         )
     if guards not in GUARDS:
@@ -374,7 +374,7 @@ def _passes(name: str, value: Any, comparison: str, threshold: Any, kind: str) -
         # a printed number as the threshold: the measurement is rounded to its digits
         if not isinstance(threshold, str):
             raise CheckError(
-                f"number check {name!r}: give the threshold as the paper prints it, "
+                f"number check {name!r}: give the threshold as the source prints it, "
                 f"e.g. '0.790', not {threshold!r}"
             )
         return _number(value) is not None and reproduces(float(value), comparison, threshold)

@@ -89,17 +89,16 @@ def _pairs(
     pairs: dict[str, str] = {}
     for text in given:
         if "=" not in text:
-            raise CompareError(
-                f"--pair takes OLD=NEW evidence ids (weights:a=weights:b); got {text!r}"
-            )
+            raise CompareError(f"--pair takes OLD=NEW evidence ids (csv:a=csv:b); got {text!r}")
         before, after = text.split("=", 1)
         pairs[before.strip()] = after.strip()
-    if not pairs:
-        old_models = {r.evidence for r in old.values() if r.kind == "weights"}
-        new_models = {r.evidence for r in new.values() if r.kind == "weights"}
-        only_old, only_new = old_models - new_models, new_models - old_models
-        if len(only_old) == 1 and len(only_new) == 1:
-            pairs[only_old.pop()] = only_new.pop()
+    if not pairs:  # of a kind, one piece only in the old run and one only in the new: a pair
+        for kind in {r.kind for r in old.values()} & {r.kind for r in new.values()}:
+            old_ids = {r.evidence for r in old.values() if r.kind == kind}
+            new_ids = {r.evidence for r in new.values() if r.kind == kind}
+            only_old, only_new = old_ids - new_ids, new_ids - old_ids
+            if len(only_old) == 1 and len(only_new) == 1:
+                pairs[only_old.pop()] = only_new.pop()
     return pairs
 
 

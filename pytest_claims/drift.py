@@ -252,7 +252,7 @@ class Drift:
         """The family-wise statement for the population rows compared here."""
         m = self.populations_compared
         if not m:
-            return "no toy population compared"
+            return "no seed population compared"
         sizes = Counter(self.population_sizes)
         expected = sum(size_of_change_test(n) * k for n, k in sizes.items())
         at = ", ".join(f"{size_of_change_test(n):.4f} at n = {n}" for n in sorted(sizes))

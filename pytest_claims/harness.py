@@ -122,7 +122,7 @@ def _runner(item: pytest.Item) -> Callable[[Any], Run]:
     def run(piece: Any) -> Run:
         recorder = ClaimRecorder()
         args = {**item.funcargs, argument: piece}  # type: ignore[attr-defined]
-        args["claim"] = Claim(entry, piece.ref, recorder)
+        args["judge"] = Claim(entry, piece.ref, recorder)  # the fixture, private to this run
         args["claims_recorder"] = recorder
         try:
             function(**{name: args[name] for name in names})

@@ -43,9 +43,9 @@ def add_claims_options(parser: pytest.Parser) -> None:
         "--claims-drift",
         choices=("verdicts", "numbers"),
         default="verdicts",
-        help="what fails the run against the baseline: verdicts (default; a toy population "
-        "only when its seed counts differ beyond chance) or numbers (also any paper or weights "
-        "check value that moved beyond its rounding tolerance)",
+        help="what fails the run against the baseline: verdicts (default; a population of "
+        "seeds only when its counts differ beyond chance) or numbers (also any check value of "
+        "a deterministic kind that moved beyond the kind's rounding tolerance)",
     )
     group.addoption(
         "--claims-compare",

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_claims.checks import Check, judge
+from pytest_claims.checks import Check, judged_check
 from pytest_claims.stats.uncertainty import Uncertainty
 
 __all__ = ["ClaimRecorder", "Measurement", "is_sequence", "jsonable", "plain"]
@@ -90,7 +90,7 @@ class ClaimRecorder:
         """Judge ``value <comparison> threshold`` as a check of ``kind`` and record it; returns
         whether it passed. Never raises on a failed check: the verdict comes from all checks."""
         __tracebackhide__ = True
-        result = judge(
+        result = judged_check(
             name,
             plain(value),
             comparison,

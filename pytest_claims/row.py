@@ -213,7 +213,7 @@ def apply_baseline(
         expected = None  # a seed is a detail: its population is compared at the session's end
         if verdict == "refuted":
             report.outcome = "skipped"
-            report.wasxfail = f"toy seed {seed} refuted; judged with its population of seeds"
+            report.wasxfail = f"seed {seed} refuted; judged with its population of seeds"
     if mutation:
         expected = None  # a mutated copy is an experiment on a check, judged in mutations.md
         if verdict == "refuted":

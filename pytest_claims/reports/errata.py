@@ -109,7 +109,7 @@ def render_errata(
     out = [
         "# Errata",
         "",
-        f"{created}. The paper's own slips: {len(slips)} printed value(s) in {len(claims)} "
+        f"{created}. The source's own slips: {len(slips)} printed value(s) in {len(claims)} "
         f"claim(s) ({', '.join(claims) or 'none'}) that its released data, or its own other "
         "numbers, do not reproduce at the printed precision. "
         f"Reading-dependent mismatches (not sent): {len(by_class['reading'])}; "

@@ -130,7 +130,7 @@ def _series_style(name: str, paper: set[str], group: str | None, rank: int) -> d
     reference = name in paper
     first_reference = reference and name == min(paper)
     if first_reference:
-        label = "the paper's printed value"
+        label = "the source's printed value"
     elif reference or group:
         label = None
     else:

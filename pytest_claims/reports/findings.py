@@ -37,6 +37,7 @@ __all__ = [
     "set_claim_order",
     "sorted_results",
     "summary",
+    "used_columns",
 ]
 
 #: The summary's two tables, by a claim's nature: its empirical findings, then the identities
@@ -51,7 +52,7 @@ SUMMARY_SECTIONS = (
 )
 RULES = {
     "number": "measurement rounded to the printed digits (pytest_claims.stats.printed)",
-    "consistency": "the paper's own numbers and words, recomputed against each other",
+    "consistency": "the source's own numbers and words, recomputed against each other",
 }
 
 
@@ -202,6 +203,18 @@ def measure_text(m: dict[str, Any]) -> str:
     if m.get("n") is not None:
         text += f" n={m['n']}"
     return text
+
+
+def used_columns(
+    columns: list[tuple[str, str]], entries: list[dict[str, Any]]
+) -> list[tuple[str, str]]:
+    """The summary's columns: every kind the suite registers, and the column of rows without
+    evidence (``simulation``) only where a claim has such rows."""
+    return [
+        (kind, label)
+        for kind, label in columns
+        if kind != "simulation" or any(e["verdicts"].get(kind) for e in entries)
+    ]
 
 
 def counts_text(counts: Mapping[Verdict, int]) -> str:

@@ -25,6 +25,7 @@ from pytest_claims.reports.findings import (
     measure_text,
     row_details,
     summary,
+    used_columns,
 )
 from pytest_claims.reports.setup import ReportSetup
 from pytest_claims.row import ClaimResult
@@ -280,7 +281,10 @@ def _summary_tables(results: list[ClaimResult], columns: list[tuple[str, str]]) 
     esc = html.escape
     parts: list[str] = []
     entries = summary(results)
+    columns = used_columns(columns, entries)
     for nature, title in SUMMARY_SECTIONS:
+        if nature != "finding" and not any(e.get("nature", "finding") == nature for e in entries):
+            continue  # a suite without identities gets no empty table of them
         parts.append(
             f"<h2 id='summary-{nature}'>{esc(title)}</h2><table><tr><th>claim</th>"
             "<th>statement</th>"

@@ -36,6 +36,7 @@ from pytest_claims.reports.findings import (
     fmt,
     row_details,
     summary,
+    used_columns,
 )
 from pytest_claims.reports.setup import ReportSetup
 from pytest_claims.row import ClaimResult
@@ -223,6 +224,7 @@ def _claims_tables(results: list[ClaimResult], columns: list[tuple[str, str]]) -
     """One line per claim, its verdicts by evidence kind: findings, then identities apart."""
     out: list[str] = []
     entries = summary(results)
+    columns = used_columns(columns, entries)
     for nature, title in SUMMARY_SECTIONS:
         if nature != "finding" and not any(e["nature"] == nature for e in entries):
             continue  # a suite without identities gets no empty table of them
@@ -288,8 +290,8 @@ def _not_supported(results: list[ClaimResult]) -> list[str]:
     shown.sort(key=lambda r: (rank[r.verdict or "error"], claim_key(r.claim), r.evidence))
     for r in shown:
         lines = row_details(r)
-        where = f" ({r.source})" if r.source else ""
-        block = [f"**{r.claim}**{cell(where)} {code(r.evidence or r.nodeid)} - **{r.verdict}**"]
+        where = f" {cell(f'({r.source})')}" if r.source else ""
+        block = [f"**{r.claim}**{where} {code(r.evidence or r.nodeid)} - **{r.verdict}**"]
         if r.reason and not r.checks:
             block.append(f"  - {cell(r.reason[:300])}")
         block += [f"  - {cell(line)}" for line in lines[:6]]
@@ -308,5 +310,7 @@ def _skipped(results: list[ClaimResult]) -> list[str]:
     tail = ["## Skipped evidence", ""]
     for reason, ids in sorted(skipped.items(), key=lambda kv: -len(kv[1])):
         tail.append(f"- {len(ids)} row(s): {cell(reason)}")
+    if not skipped:
+        tail.append("None.")
     tail.append("")
     return tail

@@ -171,7 +171,9 @@ def summarize_mutations(
     results: Iterable[ClaimResult], entries: Mapping[str, object]
 ) -> MutationSummary:
     """Set every mutated row against its original; ``entries``: claim ID -> catalogue entry."""
-    rows = [r for r in results if r.ref is not None and r.ref.kind == "paper"]
+    results = list(results)  # read twice
+    changed_kinds = {r.ref.kind for r in results if r.ref is not None and r.ref.mutation}
+    rows = [r for r in results if r.ref is not None and r.ref.kind in changed_kinds]
     originals = {r.nodeid: r for r in rows if not r.ref.mutation}  # type: ignore[union-attr]
     claims: dict[str, ClaimMutations] = {}
     for row in originals.values():
@@ -334,7 +336,8 @@ def write_mutations(summary: MutationSummary, path: Path, stamp: str = "") -> Pa
         "its value or outcome changed; a mutation moved its claim when a row's verdict changed. "
         "A lever's change is searched (the harness), its statement's threshold being the "
         "sentence's boundary; the negative controls run on every released row.",
-        "Run: `make mutations` (`pytest claims -m paper --claims-mutations`).",
+        "Run: `pytest --claims-mutations` over the claims, with the evidence flags of the run "
+        "it proves.",
         "",
     ]
     if problems:

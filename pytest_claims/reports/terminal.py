@@ -48,7 +48,7 @@ def write_drift(tr: Any, drift: Drift, state: Any) -> None:
         for change in drift.unstable:
             tr.write_line(f"  {change.nodeid}: {change.old} -> {change.new}{_seeds(change)}")
     if drift.populations_compared:
-        tr.write_line(f"toy populations: {drift.multiplicity()}")
+        tr.write_line(f"seed populations: {drift.multiplicity()}")
     if drift.numbers_compared:
         red = state.drift_mode == "numbers" and bool(drift.numbers)
         tr.write_line(
@@ -126,7 +126,7 @@ def _verdicts(tr: Any, state: Any) -> None:
     tr.write_line(
         "total: "
         + ", ".join(f"{totals[v]} {v}" for v in VERDICTS if totals[v])
-        + (f" ({details} toy seed rows judged as populations)" if details else "")
+        + (f" ({details} seed rows judged as populations)" if details else "")
     )
     identities = sum(r.nature == "identity" and r.verdict == "supported" for r in judged)
     if identities:

@@ -38,7 +38,7 @@ def _parse(printed: str | int | float) -> Decimal:
         return Decimal(text.strip().replace("−", "-"))
     except InvalidOperation:
         raise ClaimsError(
-            f"{printed!r} is not a printed number; give the paper's number as it is printed, "
+            f"{printed!r} is not a printed number; give the source's number as it is printed, "
             "e.g. '0.790' or '6e-6'."
         ) from None
 

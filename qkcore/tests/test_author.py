@@ -253,4 +253,4 @@ def test_a_suite_adds_an_evidence_kind_with_its_flag_marker_and_report_column(py
     assert rows["const:c1"]["evidence_kind"] == "const"
     markdown = (pytester.path / "rep" / "claims.md").read_text()
     header = next(line for line in markdown.splitlines() if line.startswith("| claim |"))
-    assert header.count("|") == 8 and "| constants |" in header and "| paper data |" in header
+    assert header.count("|") == 7 and "| constants |" in header and "| paper data |" in header

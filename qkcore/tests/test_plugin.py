@@ -109,7 +109,7 @@ def test_marker_recorder_and_report(pytester: pytest.Pytester):
         [
             "*claims*",
             "S6a*1 supported, 1 refuted, 1 inconclusive*",
-            "total: 1 supported, 1 refuted, 1 inconclusive, 1 skipped (1 toy seed rows*",
+            "total: 1 supported, 1 refuted, 1 inconclusive, 1 skipped (1 seed rows*",
             "report: *reports/runs/*/claims.md*",
             "latest: *reports/latest/claims.md",
         ]
@@ -323,7 +323,7 @@ def test_number_without_text(claims_recorder):
     )
     run(pytester).assert_outcomes(failed=1)
     (row,) = report(pytester)["results"]
-    assert row["verdict"] == "error" and "as the paper prints it" in row["reason"]
+    assert row["verdict"] == "error" and "as the source prints it" in row["reason"]
 
 
 def test_update_never_writes_undecided_verdicts_and_keeps_unselected_rows(
@@ -723,10 +723,10 @@ def test_a_comparison_with_no_report_is_one_usage_error(pytester: pytest.Pyteste
 
 
 def _check(name, outcome_pass, kind, **kw):
-    from pytest_claims.checks import judge
+    from pytest_claims.checks import judged_check
 
     value = 1.0 if outcome_pass else 0.0
-    return judge(name, value, ">=", 0.5, kind=kind, **kw)
+    return judged_check(name, value, ">=", 0.5, kind=kind, **kw)
 
 
 @pytest.mark.parametrize(
@@ -763,25 +763,26 @@ def test_a_reversed_effect_refutes_without_power():
 
 
 def test_a_power_check_must_name_its_effect():
-    from pytest_claims.checks import CheckError, judge
+    from pytest_claims.checks import CheckError, judged_check
 
     with pytest.raises(CheckError, match="names no effect"):
-        judge("smallest attainable p", 0.01, "<=", 0.05, kind="power")
+        judged_check("smallest attainable p", 0.01, "<=", 0.05, kind="power")
     with pytest.raises(CheckError, match="guards"):
-        judge("power", 0.9, ">=", 0.8, kind="power", effect="rho 0.47", guards="never")
+        judged_check("power", 0.9, ">=", 0.8, kind="power", effect="rho 0.47", guards="never")
 
 
 def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogues():
+    from pytest_claims.checks import judged_check
     from pytest_claims.refs import EvidenceRef
     from pytest_claims.reports.errata import render_errata
     from pytest_claims.reports.findings import errata
     from pytest_claims.row import ClaimResult
 
-    def row(judge, section, ref, value, printed):
-        check = judge("median", value, "==", printed, kind="number")
+    def row(claim, section, ref, value, printed):
+        check = judged_check("median", value, "==", printed, kind="number")
         return ClaimResult(
             nodeid=f"claims/t.py::t[{ref.evidence_id}]",
-            claim=judge,
+            claim=claim,
             evidence=ref.evidence_id,
             ref=ref,
             section=section,
@@ -826,9 +827,9 @@ def test_errata_md_lists_the_papers_slips_first_and_apart_from_press_and_analogu
 
 def test_a_list_compares_as_a_list():
     """A premise on names (the columns a series lacks) compares lists, not numbers."""
-    from pytest_claims.checks import judge
+    from pytest_claims.checks import judged_check
 
-    assert judge("missing columns", [], "==", [], kind="premise").outcome == "pass"
-    assert judge("missing columns", ["ind_beh"], "==", [], kind="premise").outcome == "fail"
-    assert judge("heads", ("5.2",), "==", ["5.2"], kind="statement").outcome == "pass"
-    assert judge("heads", 3, "==", [3], kind="statement").outcome == "fail"
+    assert judged_check("missing columns", [], "==", [], kind="premise").outcome == "pass"
+    assert judged_check("missing columns", ["ind_beh"], "==", [], kind="premise").outcome == "fail"
+    assert judged_check("heads", ("5.2",), "==", ["5.2"], kind="statement").outcome == "pass"
+    assert judged_check("heads", 3, "==", [3], kind="statement").outcome == "fail"

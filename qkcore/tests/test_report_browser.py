@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_claims.checks import judge
+from pytest_claims.checks import judged_check
 from pytest_claims.refs import EvidenceRef
 from pytest_claims.reports import write_reports
 from pytest_claims.row import ClaimResult
@@ -66,7 +66,7 @@ def _rows() -> list[ClaimResult]:
             source="qk_spectral.tex:284",
             sentence="bottom-quartile under learned absolute (medians 0.21/0.23/0.14)",
             verdict="supported",
-            checks=[judge("median percentile", 0.21, "<", 0.5, kind="statement")],
+            checks=[judged_check("median percentile", 0.21, "<", 0.5, kind="statement")],
             figures=[figure],
         ),
         ClaimResult(
@@ -89,7 +89,9 @@ def _rows() -> list[ClaimResult]:
                 section="6",
                 verdict="supported" if seed_ref.seed == 0 else "refuted",
                 checks=[
-                    judge("pct", 0.9 if seed_ref.seed == 0 else 0.1, ">", 0.5, kind="statement")
+                    judged_check(
+                        "pct", 0.9 if seed_ref.seed == 0 else 0.1, ">", 0.5, kind="statement"
+                    )
                 ],
                 population=f"claims/test_s6.py::test_side[{toy.evidence_id}]",
             )

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pytest_claims.checks import judge, verdict_of
+from pytest_claims.checks import judged_check, verdict_of
 from pytest_claims.stats.equivalence import equivalence, spearman_interval
 from pytest_claims.stats.uncertainty import SUPPORT_POWER, Exact, FisherZ, Normal
 
@@ -119,7 +119,7 @@ def _null_rho(rho: float, n: int):
     """A rho judged against null_rho (+-0.15) on its Fisher-z model over n heads."""
     model = FisherZ(n)
     interval = model.interval(rho, LEVEL)
-    return judge(
+    return judged_check(
         "rho", rho, "in", (-0.15, 0.15), kind="statement", interval=interval, uncertainty=model,
         claimed=0.0,
     )  # fmt: skip
@@ -148,12 +148,12 @@ def test_a_refutation_stands_whatever_support_would_have_needed():
 
 def test_a_stand_in_supports_but_never_refutes():
     """A z against a stand-in for the authors' null beyond its margin: inconclusive."""
-    beyond = judge(
+    beyond = judged_check(
         "z", -5.26, "in", (-5.0, 5.0), kind="statement", interval=(-5.46, -5.06),
         stand_in="another null",
     )  # fmt: skip
     assert beyond.outcome == "uncertain" and verdict_of([beyond])[0] == "inconclusive"
-    inside = judge(
+    inside = judged_check(
         "z", 1.5, "in", (-5.0, 5.0), kind="statement", interval=(1.3, 1.7), stand_in="another null"
     )
     assert verdict_of([inside])[0] == "supported"
@@ -162,7 +162,7 @@ def test_a_stand_in_supports_but_never_refutes():
 def test_an_exact_value_on_its_threshold_is_decided_by_its_comparison():
     """A median percentile of exactly 0.25 is in the bottom quartile (<= 0.25): a point
     interval never makes a statement uncertain."""
-    on = judge("median", 0.25, "<=", 0.25, kind="statement", interval=(0.25, 0.25))
+    on = judged_check("median", 0.25, "<=", 0.25, kind="statement", interval=(0.25, 0.25))
     assert on.outcome == "pass"
-    strict = judge("median", 0.25, "<", 0.25, kind="statement", interval=(0.25, 0.25))
+    strict = judged_check("median", 0.25, "<", 0.25, kind="statement", interval=(0.25, 0.25))
     assert strict.outcome == "fail"
