@@ -3,19 +3,22 @@
 The packages are layers; imports only point down (``qkcore/tests/test_layers.py`` checks it):
 
 ====  =========================  ==========================================================
- 0    :mod:`qkcore.errors`       ``QKError``, the one error type
+ 0    :mod:`qkcore.errors`       ``QKError``, the library's error type
  0    :mod:`qkcore.compute_threads`  how many threads a process's torch and BLAS pools use
  1    :mod:`qkcore.diskcache`    the content-addressed disk cache (atomic, xdist-safe)
  1    :mod:`qkcore.linalg`       factored operators, spectra, nulls, RoPE algebra, resolvent
  1    :mod:`qkcore.stats`        exact tests, percentiles, head populations, formation
  2    :mod:`qkcore.models`       model sources, ``LoadedModel``, hooks, the toy and its trainer
  3    :mod:`qkcore.analysis`     everything that runs a model: behaviour, ablations, tables
- 4    :mod:`qkcore.evidence`     the paper's released tables and evidence references
- 5    :mod:`qkcore.pytest_plugin`  claim marker, recorder, verdicts, baseline, reports
+ 4    :mod:`qkcore.evidence`     the paper's evidence kinds: tables, weights, toys
+ 5    :mod:`qkcore.engine`       the build engine: plans, executors, the builder
+ 6    :mod:`qkcore.pytest_plugin`  this paper's plugin for the claims framework
 ====  =========================  ==========================================================
 
 (:mod:`qkcore.testing` holds hypothesis strategies and rounding bounds for tests, on layer 3:
-it also builds tiny models of every architecture.)
+it also builds tiny models of every architecture. The claims framework the paper's suite runs
+on - claim tests, verdicts, baseline, reports - is :mod:`pytest_claims`, which imports nothing
+of qkcore.)
 
 Example::
 
